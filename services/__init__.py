@@ -1,0 +1,1 @@
+"""verirl's services: grader, api, sampler, trainer."""
