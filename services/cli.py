@@ -29,8 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
+            if name.startswith(f"{exc.name}.") or exc.name == name:
+                continue  # that domain is not installed here
             raise
         module.register(sub)
     return parser
