@@ -39,6 +39,22 @@ class Settings(BaseSettings):
     data_dir: Path = Path("data")
     var_dir: Path = Path("var")
 
+    # --- api and grading queue ------------------------------------------------------------
+    api_host: str = "127.0.0.1"
+    api_port: int = 8000
+    db_upgrade_on_start: bool = True  # compose runs `verirl db upgrade` once and sets this false
+    grade_wait_s: float = 10.0  # how long POST /grade waits for a verdict before answering 202
+    grade_wait_max_s: float = 120.0
+    grade_batch_max: int = 1000  # items per POST /grade/batch
+    episodes_batch_max: int = 5000  # episodes per POST /runs/{id}/episodes
+    grade_pool_workers: int = 2  # local process pool size when no broker is configured
+    grade_max_attempts: int = 3  # deliveries of one grade job before it is answered sandbox_error
+    broker_namespace: str = ""  # prefix on every broker key: isolates stacks sharing one Redis
+    broker_visibility_timeout_s: int = 600  # an unacked job is redelivered after this long
+    worker_soft_time_limit_s: int = 120  # both limits stay below the visibility timeout
+    worker_hard_time_limit_s: int = 150
+    worker_max_tasks_per_child: int = 500
+
 
 @lru_cache
 def get_settings() -> Settings:
