@@ -26,6 +26,11 @@ def extract_block(answer: str, tags: tuple[str, ...]) -> str | None:
     return found[-1] if found else None
 
 
+def fence_block(block: str, tag: str) -> str:
+    """Render a bare block as an answer in the expected format (for golds and tests)."""
+    return f"```{tag}\n{block.strip(chr(10))}\n```"
+
+
 def expected_format(tags: tuple[str, ...]) -> str:
     return (
         f"Answer with ONLY the proof body in one fenced block: a line ```{tags[0]}, "

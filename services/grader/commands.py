@@ -41,13 +41,13 @@ def load_task(path: Path, task_id: str | None):
 
 def run(args) -> int:
     from services.grader.pipeline import grade, shutdown
-    from shared.protocol import FENCE_TAGS, fence_key
+    from shared.protocol import FENCE_TAGS, fence_block, fence_key
 
     task = load_task(args.task, args.id)
     if args.answer is None:
         if not task.gold:
             raise UsageError("the task has no gold proof; pass --answer FILE")
-        answer = f"```{FENCE_TAGS[fence_key(task.lang, task.kind)][0]}\n{task.gold}\n```"
+        answer = fence_block(task.gold, FENCE_TAGS[fence_key(task.lang, task.kind)][0])
     elif str(args.answer) == "-":
         answer = sys.stdin.read()
     elif not args.answer.is_file():

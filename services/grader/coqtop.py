@@ -136,6 +136,7 @@ class SessionPool:
     def __init__(self, factory, max_idle: int = 8):
         self._factory = factory
         self._idle: dict[str, list[CoqtopSession]] = {}
+        self.leased: set[CoqtopSession] = set()
         self._lock = threading.Lock()
         self.max_idle = max_idle
         self.created = 0
@@ -149,9 +150,13 @@ class SessionPool:
             session = self._factory(prelude)
             with self._lock:
                 self.created += 1
+        with self._lock:
+            self.leased.add(session)
         try:
             yield session
         finally:
+            with self._lock:
+                self.leased.discard(session)
             if session.reusable:
                 with self._lock:
                     idle = self._idle.setdefault(prelude, [])
@@ -163,7 +168,7 @@ class SessionPool:
 
     def close(self) -> None:
         with self._lock:
-            sessions = [s for idle in self._idle.values() for s in idle]
+            sessions = [s for idle in self._idle.values() for s in idle] + list(self.leased)
             self._idle.clear()
         for session in sessions:
             session.close()

@@ -19,8 +19,8 @@ from functools import cached_property
 
 from services.grader.backends.base import Backend, trim_feedback
 from services.grader.backends.rocq_syntax import (
-    RESOURCE_MARKERS, RocqSyntaxError, SplicedFile, coqc_error_line, error_message,
-    feedback_for_error, forbidden_reason, parse_assumptions, scan, split_statement,
+    RocqSyntaxError, SplicedFile, coqc_error_line, error_message,
+    feedback_for_error, forbidden_reason, is_resource_message, parse_assumptions, scan, split_statement,
 )
 from services.grader.coqtop import CoqtopSession, SessionBroken, SessionPool, error_offset
 from services.grader.sandbox import Limits, get_sandbox, workdir
@@ -88,7 +88,8 @@ class RocqBackend(Backend):
         if result.returncode != 0:
             message = error_message(result.stderr)
             if message is None:
-                reason = Reason.resource if result.limit_hit else Reason.sandbox_error
+                limited = result.limit_hit or is_resource_message(result.stderr)
+                reason = Reason.resource if limited else Reason.sandbox_error
                 return Verdict(passed=False, reason=reason,
                                feedback=f"checker stopped (exit {result.returncode}): {result.stderr.strip()[-300:]}")
             line = coqc_error_line(result.stderr, spliced.hole_line, block.count("\n") + 1)
@@ -135,7 +136,7 @@ class RocqBackend(Backend):
                              self.settings.warm_session_max_uses)
 
     def _error(self, message: str, line: int | None) -> Verdict:
-        if any(marker in message for marker in RESOURCE_MARKERS):
+        if is_resource_message(message):
             return Verdict(passed=False, reason=Reason.resource, feedback=f"the checker ran out of resources: {message}")
         return Verdict(passed=False, reason=Reason.compile_error,
                        feedback=trim_feedback(feedback_for_error(message, line), self.settings.feedback_chars))

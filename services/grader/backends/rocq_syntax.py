@@ -49,6 +49,7 @@ def scan(block: str) -> tuple[list[Sentence], str]:
     code: list[str] = []
     i, n, depth = 0, len(block), 0
     start = 0
+    tail = 0  # index into `code` where the current (unfinished) sentence starts
     in_string = False
     while i < n:
         c = block[i]
@@ -81,14 +82,14 @@ def scan(block: str) -> tuple[list[Sentence], str]:
         code.append(c)
         if c == "." and (i + 1 == n or block[i + 1].isspace()) and block[i - 1:i] != ".":
             _add_sentence(sentences, block, start, i + 1)
-            start = i + 1
+            start, tail = i + 1, len(code)
         i += 1
     if depth:
         raise RocqSyntaxError("unterminated comment: a '(*' in your proof is never closed by '*)'")
     if in_string:
         raise RocqSyntaxError('unterminated string: a \'"\' in your proof is never closed')
     rest = block[start:]
-    if _strip_comments(rest).strip(" \t\r\n{}-+*"):
+    if "".join(code[tail:]).strip(" \t\r\n{}-+*"):
         raise RocqSyntaxError(f"the last sentence of your proof does not end with '.': {rest.strip()[:80]!r}")
     if rest.strip():
         _add_sentence(sentences, block, start, n)
@@ -150,7 +151,12 @@ def split_statement(statement: str) -> SplicedFile:
 
 _COQC_LOCATION = re.compile(r'^File "[^"]*", line (\d+), characters \d+-\d+:\s*$', re.MULTILINE)
 _ERROR = re.compile(r"^Error:", re.MULTILINE)
-RESOURCE_MARKERS = ("Out of memory", "Stack overflow")
+RESOURCE_MARKERS = ("out of memory", "stack overflow")
+
+
+def is_resource_message(text: str) -> bool:
+    lowered = text.lower()
+    return any(marker in lowered for marker in RESOURCE_MARKERS)
 
 
 def error_message(stream: str) -> str | None:
