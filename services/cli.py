@@ -21,6 +21,15 @@ class UsageError(Exception):
     """Bad input from the user: printed as one line, exit status 2."""
 
 
+def command_group(sub, name: str, help: str):
+    """The subcommands of command `name`, created on first use, so that several domains can add to
+    one command (`verirl serve api`, `verirl serve sampler`)."""
+    if name not in sub.choices:
+        parser = sub.add_parser(name, help=help)
+        parser.subcommands = parser.add_subparsers(dest=f"{name}_command", required=True, metavar="WHAT")
+    return sub.choices[name].subcommands
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="verirl", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
