@@ -106,28 +106,36 @@ class RocqBackend(Backend):
         deadline = time.monotonic() + self.limits.wall_s
         steps: list[StepVerdict] = []
         with self.pool.lease(spliced.prelude) as session:
+            verdict = None
             try:
-                _, err = session.command(spliced.before.rstrip(), deadline)
-                if (message := error_message(err)) is not None:
-                    return self._error(message, None)
-                for index, sentence in enumerate(sentences):
-                    out, err = session.command(sentence.text, deadline)
-                    message = error_message(err)
-                    if with_steps:
-                        steps.append(StepVerdict(index=index, text=sentence.text, ok=message is None,
-                                                 message=message or "", goals=_goals(out)))
-                    if message is not None:
-                        offset = error_offset(err) or 0
-                        line = sentence.line + sentence.text.count("\n", 0, offset)
-                        return self._error(message, line).model_copy(update={"steps": steps or None})
-                _, err = session.command(spliced.after.rstrip(), deadline)
-                if (message := error_message(err)) is not None:
-                    return self._error(message, None).model_copy(update={"steps": steps or None})
-                out, _ = session.command(f"Print Assumptions {task.theorem}.", deadline)
-                return self._audit(out).model_copy(update={"steps": steps or None})
+                verdict = self._run_in_session(session, task, spliced, sentences, deadline, steps, with_steps)
+                return verdict.model_copy(update={"steps": steps or None})
             finally:
-                if not session.broken:
+                # A session that ran out of memory may be left half-working: never reuse it.
+                if verdict is not None and verdict.reason == Reason.resource:
+                    session.close()
+                elif not session.broken:
                     session.reset(time.monotonic() + self.limits.wall_s)
+
+    def _run_in_session(self, session: CoqtopSession, task: Task, spliced: SplicedFile, sentences,
+                        deadline: float, steps: list[StepVerdict], with_steps: bool) -> Verdict:
+        _, err = session.command(spliced.before.rstrip(), deadline)
+        if (message := error_message(err)) is not None:
+            return self._error(message, None)
+        for index, sentence in enumerate(sentences):
+            out, err = session.command(sentence.text, deadline)
+            message = error_message(err)
+            if with_steps:
+                steps.append(StepVerdict(index=index, text=sentence.text, ok=message is None,
+                                         message=message or "", goals=_goals(out)))
+            if message is not None:
+                offset = error_offset(err) or 0
+                return self._error(message, sentence.line + sentence.text.count("\n", 0, offset))
+        _, err = session.command(spliced.after.rstrip(), deadline)
+        if (message := error_message(err)) is not None:
+            return self._error(message, None)
+        out, _ = session.command(f"Print Assumptions {task.theorem}.", deadline)
+        return self._audit(out)
 
     # -- verdicts -------------------------------------------------------------------------------
 
