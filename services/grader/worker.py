@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from celery import Celery
@@ -26,7 +26,7 @@ from sqlalchemy.exc import OperationalError
 from services.api.db import get_engine, transaction
 from services.api.models import GradeJob, utcnow
 from services.grader.pipeline import grade
-from shared.schemas import Reason, Task, Verdict
+from shared.schemas import GradeMode, Reason, Task, Verdict
 from shared.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
@@ -69,15 +69,11 @@ def make_celery(settings: Settings) -> Celery:
 
     @app.task(name=TASK_NAME, bind=True, base=GradeJobTask, settings=settings,
               autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
-    def grade_job(task: GradeJobTask, job_id: str) -> str:
+    def grade_job(task: GradeJobTask, job_id: str) -> bool:
         return process_job(settings.database_url, job_id, settings.grade_max_attempts,
                            worker=f"{task.request.hostname}:{os.getpid()}")
 
     return app
-
-
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def _as_utc(moment: datetime) -> datetime:
@@ -103,33 +99,47 @@ def finish_job(database_url: str, job_id: str, verdict: Verdict) -> bool:
     return bool(stored)
 
 
-def process_job(database_url: str, job_id: str, max_attempts: int, worker: str | None = None) -> str:
-    """Grade job `job_id` once: claim it (count the attempt), grade, store the verdict.
-    Returns what happened: "graded", "gave_up", "skipped" (already graded or unknown id)."""
-    engine = get_engine(database_url)
-    with transaction(engine) as session:
+@dataclass(frozen=True)
+class Claim:
+    """A job claimed for one grading attempt."""
+
+    task: Task
+    answer: str
+    mode: GradeMode
+
+
+def claim_job(database_url: str, job_id: str, max_attempts: int, worker: str) -> Claim | None:
+    """Count one delivery of `job_id` and mark it running. None if there is nothing to grade:
+    the job is already graded, unknown, or past `max_attempts` (then answered sandbox_error)."""
+    with transaction(get_engine(database_url)) as session:
         claimed = session.execute(
             update(GradeJob)
             .where(GradeJob.id == job_id, GradeJob.status != "done")
-            .values(attempts=GradeJob.attempts + 1, status="running", worker=worker or worker_name(),
-                    started_at=utcnow())
+            .values(attempts=GradeJob.attempts + 1, status="running", worker=worker, started_at=utcnow())
             .returning(GradeJob.attempts, GradeJob.task, GradeJob.answer, GradeJob.mode)
         ).one_or_none()
     if claimed is None:
-        return "skipped"
+        return None
     if claimed.attempts > max_attempts:
         finish_job(database_url, job_id, Verdict(
             passed=False, reason=Reason.sandbox_error,
-            feedback=f"grading was interrupted {claimed.attempts - 1} times (a worker was lost "
-                     f"each time); not retried again"))
-        return "gave_up"
+            feedback=f"grading was interrupted {claimed.attempts - 1} times (the grading process "
+                     f"was lost each time); not retried again"))
+        return None
+    return Claim(Task.model_validate(claimed.task), claimed.answer, claimed.mode)
+
+
+def process_job(database_url: str, job_id: str, max_attempts: int, worker: str) -> bool:
+    """Grade job `job_id` once: claim it, grade, store the verdict. True if it was graded."""
+    claim = claim_job(database_url, job_id, max_attempts, worker)
+    if claim is None:
+        return False
     try:
-        verdict = grade(Task.model_validate(claimed.task), claimed.answer, claimed.mode)
+        verdict = grade(claim.task, claim.answer, claim.mode)
     except SoftTimeLimitExceeded:
-        verdict = Verdict(passed=False, reason=Reason.timeout,
-                          feedback="grading exceeded the worker's time limit")
+        verdict = Verdict(passed=False, reason=Reason.timeout, feedback="grading exceeded the worker's time limit")
     finish_job(database_url, job_id, verdict)
-    return "graded"
+    return True
 
 
 class GradeJobTask(CeleryTask):
