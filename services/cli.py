@@ -59,4 +59,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the importable module's main, so that `UsageError` raised by the commands is this one.
+    from services.cli import main as importable_main
+
+    sys.exit(importable_main())

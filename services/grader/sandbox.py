@@ -77,7 +77,14 @@ class RunResult:
 
     @property
     def signal(self) -> int | None:
-        return -self.returncode if self.returncode is not None and self.returncode < 0 else None
+        """The signal that ended the process: bwrap reports its child's as exit status 128 + n."""
+        rc = self.returncode
+        if rc is None:
+            return None
+        if rc < 0:
+            return -rc
+        return rc - 128 if rc - 128 in (signal.SIGKILL, signal.SIGSEGV, signal.SIGXCPU, signal.SIGXFSZ,
+                                        signal.SIGABRT) else None
 
     @property
     def limit_hit(self) -> str | None:
