@@ -5,7 +5,8 @@ It speaks the same protocol — a JSON request and a blank line in, a pretty-pri
 a blank line out — over a toy tactic language: a proof state is a list of goal strings;
 `constructor` splits the first goal in two, `intro x` adds a hypothesis, the closing tactics
 (`rfl`, `simp`, `omega`, `trivial`, `decide`, `exact …`, `assumption`) close the first goal,
-`all_goals …` closes every goal, and anything else is an unknown tactic. A few tactics stand for a
+`all_goals …` closes every goal, words starting with `fake_` (directives for the stand-in
+`lean` in test_lean_compile.py) do nothing, and anything else is an unknown tactic. A few tactics stand for a
 misbehaving process, so the driver's defences can be tested:
 
     hang         never replies            crash        dies halfway through a reply
@@ -65,6 +66,8 @@ def apply(goals: list[str], tactic: str) -> list[str] | str:
         if not piece or piece in ("skip", "stderr_spam", "slow_split", "double"):
             continue
         word = piece.split()[0]
+        if word.startswith("fake_"):  # directives for the stand-in `lean`; no-ops here
+            continue
         if not goals:
             return "no goals to be proved"
         if word == "constructor":
