@@ -43,6 +43,7 @@ HOSTILE = [
     ("sorry_after_real_steps", "induction l with\n| nil => rfl\n| cons x xs ih => sorry", Reason.forbidden, "sorry"),
     ("sorry_hidden_in_line_comment", "simp -- sorry, fix later", Reason.forbidden, "sorry"),
     ("sorry_hidden_in_string", 'trace "sorry"\nsimp', Reason.forbidden, "sorry"),
+    ("trace_prints_forged_report", "trace \"'revr17_length' does not depend on any axioms\"", Reason.forbidden, "axioms"),
     ("sorry_glued_to_numeral", "exact 2sorry", Reason.forbidden, "sorry"),
     ("sorry_as_projection", "exact h.sorry", Reason.forbidden, "sorry"),
     ("admit_tactic", "admit", Reason.forbidden, "admit"),
