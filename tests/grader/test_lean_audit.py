@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from services.grader.backends.lean import (
+from services.grader.backends.lean_syntax import (
     AuditError, audit_commands, parse_axiom_report, parse_messages, read_audit,
 )
 

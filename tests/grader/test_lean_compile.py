@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from services.grader.backends.lean import splice
+from services.grader.backends.lean_syntax import splice
 from services.grader.pipeline import get_backend, grade, shutdown
 from shared.protocol import fence_block
 from shared.schemas import Reason, Task
@@ -349,6 +349,16 @@ def test_lean_standin_steps_mode_reuses_opened_proof_state_in_warm_repl(configur
         assert lean(task, "simp", mode="steps").passed
     (repl,) = get_backend("lean")._idle_repls
     assert repl.starts == 1 and len(repl.state) == 1
+
+
+def test_lean_standin_steps_mode_loads_imports_once_and_elaborates_statement_on_top(configure, task):
+    statement = "import Std.Data.List\n\n" + STATEMENT
+    imported = task.model_copy(update={"statement": statement})
+    assert lean(imported, "constructor\nsimp\nsimp", mode="steps").passed
+    assert lean(imported, "all_goals simp", mode="steps").passed
+    (repl,) = get_backend("lean")._idle_repls
+    assert repl.state[("imports", "import Std.Data.List")] == 0  # the first environment, loaded once
+    assert len(repl.state) == 2 and repl.starts == 1
 
 
 def test_lean_steps_mode_missing_repl_binary_is_sandbox_error(configure, task):

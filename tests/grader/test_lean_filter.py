@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.grader.backends.lean import dedent_block, screen, splice, split_steps
+from services.grader.backends.lean_syntax import dedent_block, screen, splice, split_steps
 from services.grader.pipeline import grade, shutdown
 from shared.protocol import fence_block
 from shared.schemas import Reason, Task

@@ -14,7 +14,7 @@ the answer cannot know it). The answer's own messages (`trace`, errors) carry po
 proof and never count; a line it managed to write to stdout itself would need the nonce, and a
 second report at the audit line makes the audit ambiguous, which fails. What the audit cannot
 see — a block that leaves the proof and redefines `#print axioms` with a macro — is stopped before
-anything runs by the lexical screen below, which refuses every command keyword and every
+anything runs by the lexical screen (lean_syntax.py), which refuses every command keyword and every
 metaprogramming entry point, wherever it occurs in the block (code, strings or comments).
 
 Steps mode (`mode="steps"`) runs the block one top-level tactic at a time through the
@@ -24,268 +24,24 @@ whole file exactly as above: per-step success alone never passes an answer.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import re
 import secrets
 import shutil
 import stat
 import subprocess
 import threading
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 from services.grader.backends.base import Backend, trim_feedback
+from services.grader.backends.lean_syntax import (
+    ALLOWED_AXIOMS, AuditError, Spliced, TaskError, audit_commands, parse_messages, read_audit, screen,
+    splice, split_steps,
+)
 from services.grader.lean_repl import LeanRepl, ReplError
 from services.grader.sandbox import Limits, RunResult, get_sandbox, workdir
 from shared.schemas import PROOF_HOLE, GradeMode, Reason, StepVerdict, Task, Verdict
 from shared.settings import Settings, get_settings
-
-ALLOWED_AXIOMS = frozenset({"propext", "Quot.sound", "Classical.choice"})
-
-# ---------------------------------------------------------------------------------------------
-# The lexical screen. Every identifier-like word of the block is checked, including words inside
-# strings and comments: a legitimate tactic block never needs these words, and being strict there
-# costs nothing while making every lexer trick (a string or comment that ends early) harmless.
-
-_PROOF_ESCAPE = "ends the proof without proving it"
-_TRUST = "adds or trusts something the kernel does not check"
-_OPTIONS = "changes the checker's options"
-_META = "runs metaprogramming code or extends the parser"
-_LEAVES = "leaves the proof to change the file around it"
-_OUTPUT = "prints or evaluates outside the proof"
-
-FORBIDDEN_WORDS: dict[str, str] = {
-    **dict.fromkeys("sorry admit stop sorryAx lcProof lcUnreachable".split(), _PROOF_ESCAPE),
-    **dict.fromkeys("""axiom axioms native_decide native ofReduceBool ofReduceNat reduceBool
-        reduceNat trustCompiler implemented_by extern opaque partial noncomputable nonrec
-        skipKernelTC bv_decide""".split(), _TRUST),
-    **dict.fromkeys(["set_option"], _OPTIONS),
-    **dict.fromkeys("""run_tac run_cmd run_elab run_meta by_elab elab elab_rules macro macro_rules
-        syntax notation infix infixl infixr prefix postfix unif_hint simproc dsimproc grind_pattern
-        Lean Elab Meta Macro IO import prelude initialize""".split(), _META),
-    **dict.fromkeys("""theorem lemma def example instance abbrev structure class inductive
-        coinductive mutual namespace section end open export universe variable omit include
-        attribute deriving where termination_by decreasing_by private protected local scoped alias
-        irreducible_def suppress_compilation seal unseal add_decl_doc""".split(), _LEAVES),
-    **dict.fromkeys("dbg_trace dbgTrace panic".split(), _OUTPUT),
-}
-_FORBIDDEN_PREFIXES = ("declare_", "register_", "builtin_", "initialize_")
-# Term elaborators written `word%` that evaluate or inspect code at elaboration time.
-_PERCENT_ELABORATORS = frozenset({"eval", "reduce", "decl_name", "type_of", "ensure_type_of"})
-_WORD = re.compile(r"[^\W\d][\w']*")
-_HASH_COMMAND = re.compile(r"#[^\W\d][\w']*")
-_LINE_SEPARATORS = {"Zl", "Zp"}
-
-
-@dataclass(frozen=True)
-class Refusal:
-    reason: Reason
-    feedback: str
-
-
-def screen(block: str) -> Refusal | None:
-    """Why the block must not run, or None. Checked before anything is spliced or started."""
-    if not block.strip():
-        return Refusal(Reason.bad_format, "the ```lean block is empty; put your tactics inside it")
-    if "\t" in block:
-        return Refusal(Reason.bad_format, "tabs are not allowed in Lean; indent with spaces")
-    for ch in block:
-        category = unicodedata.category(ch)
-        if ch != "\n" and (category.startswith("C") or category in _LINE_SEPARATORS):
-            return Refusal(Reason.forbidden, f"invisible or control character U+{ord(ch):04X} is not allowed")
-    if "/-" in block or "-/" in block:
-        return Refusal(Reason.forbidden, "block comments `/- … -/` are not allowed; use `--` comments")
-    if "«" in block or "»" in block:
-        return Refusal(Reason.forbidden, "escaped identifiers `«…»` are not allowed")
-    if "@[" in block:
-        return Refusal(Reason.forbidden, "attributes `@[…]` are not allowed: answer with tactics only")
-    if m := _HASH_COMMAND.search(block):
-        return Refusal(Reason.forbidden, f"forbidden command `{m.group()}`: answer with tactics only")
-    for m in _WORD.finditer(block):
-        word = m.group()
-        why = FORBIDDEN_WORDS.get(word)
-        if why is None and "unsafe" in word.lower():
-            why = _TRUST
-        if why is None and word.startswith(_FORBIDDEN_PREFIXES):
-            why = _META
-        if why is None and word in _PERCENT_ELABORATORS and block.startswith("%", m.end()):
-            word, why = word + "%", _META
-        if why is not None:
-            return Refusal(Reason.forbidden, f"forbidden token `{word}` (it {why}); answer with tactics only")
-    lines = _block_lines(block)
-    base = _common_indent(lines)
-    for number, line in enumerate(lines, 1):
-        if line[base:].startswith(":="):
-            return Refusal(Reason.forbidden, f"line {number} starts with `:=` at the block's own column, "
-                                             "which would end the tactic block")
-    return None
-
-
-# ---------------------------------------------------------------------------------------------
-# Splicing. The block is dedented by its common indentation and re-indented to the hole's column,
-# so relative indentation (nested tactics, `case` alternatives) survives and every line of it lies
-# inside the `by` block.
-
-
-class TaskError(ValueError):
-    """The task itself is malformed (not the answer's fault)."""
-
-
-@dataclass(frozen=True)
-class Spliced:
-    """The checked file and the map from its lines back to what the model wrote."""
-
-    source: str
-    theorem_line: int  # 1-based line of `theorem <name>` in the file
-    block_start: int  # 1-based line where the block's first line lands
-    block_lines: int
-    column_shift: int  # file column = block column + shift
-
-    def locate(self, line: int, column: int) -> str:
-        """A position as the model can act on it: `block:L:C` in its own block, `statement:L:C` in
-        the task's file (the hole line counts as one line)."""
-        if self.block_start <= line < self.block_start + self.block_lines:
-            return f"block:{line - self.block_start + 1}:{max(column - self.column_shift, 0)}"
-        if line >= self.block_start + self.block_lines:
-            line -= self.block_lines - 1
-        return f"statement:{line}:{column}"
-
-
-def _block_lines(block: str) -> list[str]:
-    lines = [line.rstrip() for line in block.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
-    while lines and not lines[-1]:
-        lines.pop()
-    return lines
-
-
-def _common_indent(lines: list[str]) -> int:
-    return min((len(line) - len(line.lstrip(" ")) for line in lines if line), default=0)
-
-
-def dedent_block(block: str) -> list[str]:
-    """The block's lines with the common indentation removed (trailing blank lines dropped)."""
-    lines = _block_lines(block)
-    base = _common_indent(lines)
-    return [line[base:] for line in lines]
-
-
-def splice(statement: str, theorem: str, block: str) -> Spliced:
-    lines = statement.split("\n")
-    holes = [i for i, line in enumerate(lines) if line.strip() == PROOF_HOLE]
-    if len(holes) != 1:
-        raise TaskError(f"the statement must have exactly one line {PROOF_HOLE!r}; it has {len(holes)}")
-    hole = holes[0]
-    indent = len(lines[hole]) - len(lines[hole].lstrip(" "))
-    if indent == 0:
-        raise TaskError(f"the {PROOF_HOLE} line must be indented under `theorem {theorem} … := by`")
-    short = re.escape(theorem.rsplit(".", 1)[-1])
-    heads = [i for i in range(hole) if re.search(rf"\b(theorem|lemma)\s+(\S+\.)?{short}(?![\w'.])", lines[i])]
-    if not heads:
-        raise TaskError(f"no `theorem {theorem}` above the {PROOF_HOLE} line")
-    body = [" " * indent + line if line else "" for line in dedent_block(block)]
-    source = "\n".join(lines[:hole] + body + lines[hole + 1:])
-    shift = indent - _common_indent(_block_lines(block))
-    return Spliced(source, heads[-1] + 1, hole + 1, len(body), shift)
-
-
-def split_steps(block: str) -> list[str]:
-    """Top-level tactics of the block, one step each: a line at the block's own column starts a
-    step; deeper lines, blank lines and `| alternative` / `<;>` lines continue it. Comment-only
-    lines are left out (they are still compiled in the whole-file check)."""
-    steps: list[list[str]] = []
-    for line in dedent_block(block):
-        if line.lstrip().startswith("--"):
-            continue
-        starts = line and not line.startswith(" ") and not line.startswith(("|", "<;>"))
-        if starts or not steps:
-            if line:
-                steps.append([line])
-        else:
-            steps[-1].append(line)
-    return ["\n".join(step).rstrip() for step in steps]
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading `lean --json`.
-
-
-@dataclass(frozen=True)
-class LeanMessage:
-    severity: str  # information | warning | error
-    line: int  # 1-based
-    column: int  # 0-based
-    text: str
-
-
-def parse_messages(stdout: str) -> list[LeanMessage]:
-    """Every JSON message object on stdout, in order; other lines are ignored."""
-    messages = []
-    for raw in stdout.splitlines():
-        raw = raw.strip()
-        if not raw.startswith("{"):
-            continue
-        try:
-            obj = json.loads(raw)
-            pos = obj.get("pos") or {}
-            messages.append(LeanMessage(str(obj["severity"]), int(pos["line"]), int(pos["column"]),
-                                        str(obj.get("data", ""))))
-        except (ValueError, KeyError, TypeError, AttributeError):
-            continue
-    return messages
-
-
-_DEPENDS = re.compile(r"'(?P<name>[^']+)' depends on axioms: \[(?P<axioms>[^\]]*)\]", re.S)
-_INDEPENDENT = re.compile(r"'(?P<name>[^']+)' does not depend on any axioms")
-
-
-def parse_axiom_report(text: str, theorem: str) -> list[str] | None:
-    """The axioms a `#print axioms` message lists for `theorem`, or None if it is not such a report."""
-    text = text.strip()
-    if m := _DEPENDS.fullmatch(text):
-        axioms = [a.strip() for a in m["axioms"].split(",") if a.strip()]
-    elif m := _INDEPENDENT.fullmatch(text):
-        axioms = []
-    else:
-        return None
-    name = m["name"].replace("«", "").replace("»", "")
-    return axioms if name == theorem or name.endswith("." + theorem) else None
-
-
-class AuditError(Exception):
-    """The framed axiom report is missing (`missing`) or not exactly one genuine report (`ambiguous`)."""
-
-    def __init__(self, kind: str, detail: str):
-        super().__init__(detail)
-        self.kind = kind
-
-
-def audit_commands(theorem: str, nonce: str) -> str:
-    return f'#print "{nonce}-BEGIN"\n#print axioms {theorem}\n#print "{nonce}-END"\n'
-
-
-def read_audit(messages: list[LeanMessage], first_line: int, nonce: str, theorem: str) -> list[str]:
-    """The axioms of the framed report whose frame starts at `first_line` (see module docstring)."""
-    framed = [(i, m) for i, m in enumerate(messages) if first_line <= m.line <= first_line + 2]
-    if not framed:
-        raise AuditError("missing", "the axiom audit printed no report")
-    lines = [m.line for _, m in framed]
-    indices = [i for i, _ in framed]
-    texts = [m.text.strip() for _, m in framed]
-    genuine = (
-        lines == [first_line, first_line + 1, first_line + 2]
-        and indices == list(range(indices[0], indices[0] + 3))
-        and texts[0] == f"{nonce}-BEGIN" and texts[2] == f"{nonce}-END"
-        and all(m.severity == "information" for _, m in framed)
-    )
-    if not genuine:
-        raise AuditError("ambiguous", "the axiom audit's output was not exactly one framed report")
-    axioms = parse_axiom_report(texts[1], theorem)
-    if axioms is None:
-        raise AuditError("ambiguous", f"the axiom audit printed no report for {theorem}: {texts[1][:200]}")
-    return axioms
-
 
 # ---------------------------------------------------------------------------------------------
 # The toolchain: which binaries to run and what the sandbox must see of them.
@@ -356,6 +112,8 @@ def _resolve(settings: Settings) -> Toolchain:
             prefix = Path(out.stdout.strip())
     except (OSError, subprocess.SubprocessError):
         pass
+    if prefix is None and Path(path).resolve().parent.name == "bin":  # the usual toolchain layout
+        prefix = Path(path).resolve().parent.parent
     lean = str(prefix / "bin" / "lean") if prefix and (prefix / "bin" / "lean").exists() else path
     lake = str(prefix / "bin" / "lake") if prefix and (prefix / "bin" / "lake").exists() else shutil.which("lake")
     return Toolchain(lean, lake, prefix, project)
@@ -502,34 +260,52 @@ class LeanBackend(Backend):
             repl = self._lease_repl(chain, repl_path)
             try:
                 steps, failed = self._run_steps(repl, task, block)
+                break
             except ReplError as exc:
-                if exc.kind == "crash" and attempt == 1:
-                    continue
-                reason = {"timeout": Reason.timeout, "crash": Reason.resource}.get(exc.kind, Reason.sandbox_error)
-                return _failed(reason, f"the Lean REPL {exc.kind}: {exc}")
+                if exc.kind != "crash" or attempt == 2:
+                    reason = {"timeout": Reason.timeout, "crash": Reason.resource}.get(exc.kind, Reason.sandbox_error)
+                    return _failed(reason, f"the Lean REPL {exc.kind}: {exc}")
             finally:
                 self._return_repl(repl)
-            break
         if failed is not None:
             return failed.model_copy(update={"steps": steps})
         return self.check_whole(task, spliced, chain).model_copy(update={"steps": steps})
 
-    def _run_steps(self, repl: LeanRepl, task: Task, block: str) -> tuple[list[StepVerdict], Verdict | None]:
+    def _open_proof(self, repl: LeanRepl, statement: str) -> tuple[int, list[str]] | Verdict:
+        """The proof state at the hole with its goals, opened once per REPL process: the imports
+        are loaded once (they dominate with large libraries), each statement elaborated once on
+        top of them. REPL environments and proof states are immutable, so sharing them between
+        answers leaks nothing."""
+        key = ("proof at the hole", statement)
+        if key in repl.state:
+            return repl.state[key]
+        imports, rest, hole_line = _repl_commands(statement)
         timeout = self.limits.wall_s
-        key = ("proof state at the hole", task.statement)
-        if key not in repl.state:
-            header, hole_line = _with_sorry(task.statement)
-            reply = repl.request({"cmd": header}, timeout)
-            errors = [m.get("data", "") for m in reply.get("messages", []) if m.get("severity") == "error"]
-            hole = [s for s in reply.get("sorries", []) if (s.get("pos") or {}).get("line") == hole_line]
-            if errors or len(hole) != 1 or "proofState" not in hole[0]:
-                return [], _failed(Reason.sandbox_error, "the REPL could not open the task's proof: "
-                                   + ("; ".join(errors) or "no proof state at the hole")[:500])
-            repl.state[key] = (hole[0]["proofState"], [hole[0].get("goal", "")])
-        state, goals = repl.state[key]
+        request: dict = {"cmd": rest}
+        if imports:
+            if ("imports", imports) not in repl.state:
+                reply = repl.request({"cmd": imports}, timeout)
+                if _errors(reply) or not isinstance(reply.get("env"), int):
+                    return _failed(Reason.sandbox_error, "the REPL could not load the task's imports: "
+                                   + "; ".join(_errors(reply))[:500])
+                repl.state[("imports", imports)] = reply["env"]
+            request["env"] = repl.state[("imports", imports)]
+        reply = repl.request(request, timeout)
+        hole = [s for s in reply.get("sorries", []) if (s.get("pos") or {}).get("line") == hole_line]
+        if _errors(reply) or len(hole) != 1 or not isinstance(hole[0].get("proofState"), int):
+            return _failed(Reason.sandbox_error, "the REPL could not open the task's proof: "
+                           + ("; ".join(_errors(reply)) or "no proof state at the hole")[:500])
+        repl.state[key] = (hole[0]["proofState"], [str(hole[0].get("goal", ""))])
+        return repl.state[key]
+
+    def _run_steps(self, repl: LeanRepl, task: Task, block: str) -> tuple[list[StepVerdict], Verdict | None]:
+        opened = self._open_proof(repl, task.statement)
+        if isinstance(opened, Verdict):
+            return [], opened
+        state, goals = opened
         steps: list[StepVerdict] = []
         for index, text in enumerate(split_steps(block)):
-            reply = repl.request({"tactic": text, "proofState": state}, timeout)
+            reply = repl.request({"tactic": text, "proofState": state}, self.limits.wall_s)
             error = _tactic_error(reply)
             if error is None and not isinstance(reply.get("proofState"), int):
                 repl.close()
@@ -558,12 +334,22 @@ class LeanBackend(Backend):
             self._idle_repls.append(repl)
 
 
-def _with_sorry(statement: str) -> tuple[str, int]:
-    """The statement with `sorry` in the hole (the harness's own placeholder), and the hole's line."""
+def _repl_commands(statement: str) -> tuple[str, str, int]:
+    """The statement as REPL commands: its leading `import` lines, the rest with the harness's own
+    `sorry` in the hole, and the hole's line within that rest."""
     lines = statement.split("\n")
-    hole = next(i for i, line in enumerate(lines) if line.strip() == PROOF_HOLE)
-    lines[hole] = lines[hole].replace(PROOF_HOLE, "sorry")
-    return "\n".join(lines), hole + 1
+    count = 0
+    while count < len(lines) and (not lines[count].strip() or lines[count].startswith(("import ", "--"))):
+        count += 1
+    imports = "\n".join(lines[:count]).strip() if any(line.startswith("import ") for line in lines[:count]) else ""
+    rest = lines[count:] if imports else lines
+    hole = next(i for i, line in enumerate(rest) if line.strip() == PROOF_HOLE)
+    rest[hole] = rest[hole].replace(PROOF_HOLE, "sorry")
+    return imports, "\n".join(rest), hole + 1
+
+
+def _errors(reply: dict) -> list[str]:
+    return [str(m.get("data", "")) for m in reply.get("messages", []) if m.get("severity") == "error"]
 
 
 def _tactic_error(reply: dict) -> str | None:
@@ -571,8 +357,7 @@ def _tactic_error(reply: dict) -> str | None:
     among `messages`, or a `proofStatus` that reports an error (e.g. the kernel rejected the term)."""
     if "message" in reply:
         return str(reply["message"]).removeprefix("Lean error:").strip()
-    errors = [str(m.get("data", "")) for m in reply.get("messages", []) if m.get("severity") == "error"]
-    if errors:
+    if errors := _errors(reply):
         return "\n".join(errors)
     status = str(reply.get("proofStatus", ""))
     if status.startswith("Error") or "contains sorry" in status:
