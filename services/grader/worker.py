@@ -64,7 +64,6 @@ def make_celery(settings: Settings) -> Celery:
         task_default_queue=QUEUES[0],
         task_serializer="json",
         accept_content=["json"],
-        worker_hijack_root_logger=False,
     )
 
     @app.task(name=TASK_NAME, bind=True, base=GradeJobTask, settings=settings,

@@ -6,6 +6,7 @@ from itertools import groupby
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
+from pydantic import PositiveInt
 from sqlalchemy import select
 
 from services.api.auth import Writer
@@ -24,7 +25,7 @@ def post_evals(run_id: int, body: EvalBatch, request: Request, response: Respons
     with transaction(engine(request)) as session:
         run = get_run(session, run_id)
         missing = {item.task_id for item in body.items if item.family is None}
-        families = dict(session.execute(select(TaskRow.id, TaskRow.family).where(TaskRow.id.in_(missing)))) if missing else {}
+        families = dict(session.execute(select(TaskRow.id, TaskRow.family).where(TaskRow.id.in_(missing))).tuples().all()) if missing else {}
         rows = [{"run_id": run_id, "iteration": body.iteration, "task_id": item.task_id,
                  "family": family_of(item, families), "n": item.n, "passed_by_turn": item.passed_by_turn,
                  "created_at": utcnow()} for item in body.items]
@@ -57,7 +58,7 @@ def list_evals(run_id: int, iteration: int, request: Request) -> list[EvalItem]:
 @router.get("/runs/{run_id}/trajectory", response_model=Trajectory)
 def trajectory(run_id: int, request: Request,
                after_iteration: Annotated[int, Query(description="only iterations after this")] = -1,
-               k: Annotated[list[int], Query(ge=1, description="pass@k for each k (tasks with n >= k)")] = [1, 4, 8],
+               k: Annotated[list[PositiveInt], Query(description="pass@k for each k (tasks with n >= k)")] = [1, 4, 8],
                ) -> Trajectory:
     """Reads only this run's held-out rows (primary key run, iteration, task), so its cost does
     not grow with the number of episodes or turns stored."""

@@ -1,0 +1,1 @@
+"""The web dashboard served by the API at `/` (see docs/dashboard.md)."""
