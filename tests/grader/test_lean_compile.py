@@ -361,6 +361,12 @@ def test_lean_standin_steps_mode_loads_imports_once_and_elaborates_statement_on_
     assert len(repl.state) == 2 and repl.starts == 1
 
 
+def test_lean_standin_steps_mode_repl_dying_before_the_answer_runs_is_sandbox_error(configure, task):
+    configure(lean_repl="/bin/false")
+    verdict = lean(task, "simp", mode="steps")
+    assert verdict.reason == Reason.sandbox_error and "could not open the task's proof (crash)" in verdict.feedback
+
+
 def test_lean_steps_mode_missing_repl_binary_is_sandbox_error(configure, task):
     configure(lean_repl="/nonexistent/repl")
     verdict = lean(task, GOOD, mode="steps")

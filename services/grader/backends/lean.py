@@ -30,6 +30,7 @@ import shutil
 import stat
 import subprocess
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -251,11 +252,18 @@ class LeanBackend(Backend):
 
     def check_steps(self, task: Task, block: str, spliced: Spliced, chain: Toolchain) -> Verdict:
         """Run each top-level tactic in the REPL, recording the goals after it (for a failed step:
-        the goals it was applied to). A REPL that crashes is replaced and the answer rerun once."""
+        the goals it was applied to). Opening the task's proof and running all of the answer's
+        steps each get the wall-clock limit. A REPL that crashes is replaced and the answer rerun
+        once."""
         repl_path = shutil.which(self.settings.lean_repl)
         if repl_path is None:
             return _failed(Reason.sandbox_error, f"Lean REPL {self.settings.lean_repl!r} not found: build "
                            "leanprover-community/repl and set VERIRL_LEAN_REPL to its binary")
+        if self._drops_privileges():
+            try:
+                _require_world_readable(Path(repl_path).resolve())
+            except ToolMissing as exc:
+                return _failed(Reason.sandbox_error, str(exc))
         for attempt in (1, 2):
             repl = self._lease_repl(chain, repl_path)
             try:
@@ -299,13 +307,17 @@ class LeanBackend(Backend):
         return repl.state[key]
 
     def _run_steps(self, repl: LeanRepl, task: Task, block: str) -> tuple[list[StepVerdict], Verdict | None]:
-        opened = self._open_proof(repl, task.statement)
+        try:
+            opened = self._open_proof(repl, task.statement)
+        except ReplError as exc:  # before any of the answer ran: the REPL or the task is at fault
+            return [], _failed(Reason.sandbox_error, f"the Lean REPL could not open the task's proof ({exc.kind}): {exc}")
         if isinstance(opened, Verdict):
             return [], opened
         state, goals = opened
         steps: list[StepVerdict] = []
+        deadline = time.monotonic() + self.limits.wall_s  # one budget for all of the answer's steps
         for index, text in enumerate(split_steps(block)):
-            reply = repl.request({"tactic": text, "proofState": state}, self.limits.wall_s)
+            reply = repl.request({"tactic": text, "proofState": state}, max(deadline - time.monotonic(), 0.01))
             error = _tactic_error(reply)
             if error is None and not isinstance(reply.get("proofState"), int):
                 repl.close()
