@@ -27,6 +27,7 @@ class Reason(StrEnum):
     resource = "resource"
     sandbox_error = "sandbox_error"
     bad_format = "bad_format"
+    tests_failed = "tests_failed"  # terminal and swe: the task's tests ran and some failed
 
 
 class Task(BaseModel):
@@ -57,6 +58,9 @@ class StepVerdict(BaseModel):
     ok: bool
     message: str = ""
     goals: str | None = None
+    exit_code: int | None = Field(None, description="terminal steps: the command's exit status")
+    signals: list[str] = Field(default_factory=list,
+                               description="per-step facts for process rewards, e.g. repeat_error")
 
 
 class Verdict(BaseModel):

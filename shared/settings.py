@@ -29,6 +29,8 @@ class Settings(BaseSettings):
     lean: str = "lean"
     lean_repl: str = "repl"
     lean_project: Path | None = None
+    venv_slots: int = 2  # per-slot virtualenvs for pytest runs (swe and terminal tests)
+    venv_pool_dir: Path | None = None  # None: <var_dir>/venv-pool
 
     # --- services -------------------------------------------------------------------------
     database_url: str = "sqlite:///./var/verirl.db"

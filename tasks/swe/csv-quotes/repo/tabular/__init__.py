@@ -1,0 +1,1 @@
+"""tabular: a small library."""

@@ -1,0 +1,1 @@
+"""calkit: a small library."""

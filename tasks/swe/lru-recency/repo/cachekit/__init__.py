@@ -1,0 +1,1 @@
+"""cachekit: a small library."""

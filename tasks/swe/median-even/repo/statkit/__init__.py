@@ -1,0 +1,1 @@
+"""statkit: a small library."""

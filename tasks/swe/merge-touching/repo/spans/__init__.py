@@ -1,0 +1,1 @@
+"""spans: a small library."""

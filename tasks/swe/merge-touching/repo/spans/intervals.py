@@ -1,0 +1,9 @@
+def merge(intervals):
+    """Merge overlapping closed intervals [(start, end), ...] into a sorted, disjoint list."""
+    result = []
+    for start, end in intervals:
+        if result and start < result[-1][1]:
+            result[-1] = (result[-1][0], max(result[-1][1], end))
+        else:
+            result.append((start, end))
+    return result

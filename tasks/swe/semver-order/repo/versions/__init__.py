@@ -1,0 +1,1 @@
+"""versions: a small library."""

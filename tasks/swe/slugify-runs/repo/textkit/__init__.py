@@ -1,0 +1,1 @@
+"""textkit: a small library."""

@@ -1,0 +1,1 @@
+awk '$2 == "ERROR"' logs/*.log | wc -l > errors.txt

@@ -1,0 +1,1 @@
+grep -h ERROR logs/*.log | wc -l > errors.txt
