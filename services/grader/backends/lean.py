@@ -222,8 +222,9 @@ class LeanBackend(Backend):
                                             + result.stderr.strip()[-300:])
         fixed = [m for m in errors if m.line < spliced.theorem_line]
         if fixed:
-            return _failed(Reason.sandbox_error, "the task's own definitions do not compile with this toolchain: "
-                           + "\n".join(f"{spliced.locate(m.line, m.column)}: {m.text}" for m in fixed))
+            text = "\n".join(f"{spliced.locate(m.line, m.column)}: {m.text}" for m in fixed)
+            return _failed(Reason.sandbox_error, trim_feedback("the task's own definitions do not compile with "
+                                                               "this toolchain:\n" + text, self.settings.feedback_chars))
         if errors:
             text = "\n".join(f"{spliced.locate(m.line, m.column)}: error: {m.text.strip()}" for m in errors)
             lowered = text.lower()
