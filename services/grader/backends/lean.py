@@ -101,7 +101,7 @@ def _resolve(settings: Settings) -> Toolchain:
     path = shutil.which(settings.lean)
     if path is None:
         raise ToolMissing(f"Lean binary {settings.lean!r} not found: install a toolchain with elan "
-                          "(the grader image does) or set VERIRL_LEAN to the lean executable")
+                          "or set VERIRL_LEAN to the lean executable")
     project = settings.lean_project
     if project is not None and not (project.is_dir()):
         raise ToolMissing(f"VERIRL_LEAN_PROJECT={project} is not a directory")
