@@ -1,0 +1,1 @@
+python3 -c 'import json; print("\n".join(u["name"] for u in json.load(open("users.json")) if u["active"]))' > active.txt

@@ -1,0 +1,1 @@
+printf 'pear\napple\npear\nfig\napple\nkiwi\nfig\n' > list.txt

@@ -1,0 +1,1 @@
+sort -u list.txt > unique.txt

@@ -1,0 +1,1 @@
+chmod u+x bin/*.sh && chmod 600 secrets/key.txt

@@ -1,0 +1,5 @@
+cat > greet.sh <<'SH'
+#!/bin/sh
+echo "hello, ${1:-world}"
+SH
+chmod +x greet.sh

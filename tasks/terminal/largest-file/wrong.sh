@@ -1,0 +1,1 @@
+cd tree && ls -S | head -1 > ../largest.txt

@@ -1,0 +1,1 @@
+cd docs && for f in *.txt; do mv -- "$f" "${f%.txt}.md"; done

@@ -1,0 +1,1 @@
+cd docs && for f in *.txt; do cp -- "$f" "${f%%.*}.md"; done

@@ -1,0 +1,1 @@
+tr -cs 'A-Za-z' '\n' < text.txt | tr 'A-Z' 'a-z' | grep . | sort | uniq -c | sort -k1,1nr -k2 | head -3 | awk '{print $1, $2}' > top3.txt
