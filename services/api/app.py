@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.responses import Response
 
 from services.api import db, jobs
+from services.api.dashboard import routes as dashboard_routes
 from services.api.dispatch import make_dispatcher
 from services.api.routes import episodes, evals, grade, health, runs
 from services.api.tasks_import import import_tasks
@@ -47,6 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                               "Writes need `Authorization: Bearer <token>`.")
     for module in (grade, runs, evals, episodes, health):
         app.include_router(module.router)
+    app.include_router(dashboard_routes.router)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.middleware("http")(etag)
     return app

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
@@ -54,9 +54,11 @@ def runs(request: Request,
 def run_summary(run_id: int, request: Request,
                 since_version: Annotated[int | None, Query(description="the `version` of the previous answer")] = None,
                 changed_after: Annotated[datetime | None, Query(description="the `cursor` of the previous answer")] = None,
-                k: Annotated[list[int], Query(ge=1, description="pass@k for each k")] = [1, 4, 8]):
+                k: Annotated[list[int], Query(description="pass@k for each k (at least 1)")] = [1, 4, 8]):
     """The run page's data: run, iteration metrics and held-out eval points (overall and per
     family). Pass back `version` and `cursor` to get only what changed."""
+    if min(k) < 1:
+        raise HTTPException(422, f"k must be at least 1, got {min(k)}")
     with transaction(engine(request)) as session:
         run = get_run(session, run_id)
         return queries.run_summary(session, run, sorted(set(k)), since_version, changed_after)

@@ -1,7 +1,7 @@
 // The dashboard's router: the hash names the view and its filters (#/run/3/transcripts?family=x),
 // so every state of the page is a link. A view is mount(container, route, ui) -> {stop()}.
 
-import {h, link} from "./dom.js";
+import {fill, h, link} from "./dom.js";
 import * as compare from "./views/compare.js";
 import * as run from "./views/run.js";
 import * as runs from "./views/runs.js";
@@ -39,7 +39,7 @@ function route() {
   current?.stop();
   ui.error(null);
   const view = document.getElementById("view");
-  view.replaceChildren();
+  fill(view);
   for (const [pattern, module, nav] of ROUTES) {
     const match = pattern.exec(path || "/");
     if (!match) continue;

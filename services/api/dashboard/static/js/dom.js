@@ -27,6 +27,12 @@ export function h(tag, attrs, ...children) {
   return build(document.createElement(tag), attrs, children);
 }
 
+/** Replace the element's children (nested arrays flattened; null and false left out). */
+export function fill(element, ...children) {
+  element.replaceChildren();
+  return build(element, {}, children);
+}
+
 export function s(tag, attrs, ...children) {
   return build(document.createElementNS(SVG_NS, tag), attrs, children);
 }

@@ -2,7 +2,7 @@
 // kept current by polling for runs changed since the last answer's cursor.
 
 import {getJSON, Poller} from "../api.js";
-import {emptyState, h, link, pct, statusBadge, when} from "../dom.js";
+import {emptyState, fill, h, link, pct, statusBadge, when} from "../dom.js";
 
 export function mount(container, route, ui) {
   const runs = new Map();
@@ -34,15 +34,15 @@ export function mount(container, route, ui) {
     compareButton.disabled = selected.size < 1;
     compareButton.textContent = selected.size ? `Compare selected (${selected.size})` : "Compare selected";
     if (!runs.size) {
-      body.replaceChildren(emptyState("No runs yet.",
+      fill(body, emptyState("No runs yet.",
         "A run appears here as soon as a trainer creates it (POST /runs); this page updates by itself."));
       return;
     }
     if (!rows.length) {
-      body.replaceChildren(emptyState(`No run matches “${search.value}”.`));
+      fill(body, emptyState(`No run matches “${search.value}”.`));
       return;
     }
-    body.replaceChildren(h("div", {class: "scroll"}, h("table", {class: "runs"},
+    fill(body, h("div", {class: "scroll"}, h("table", {class: "runs"},
       h("thead", {}, h("tr", {}, ["", "run", "status", "rung / phase", "iteration", "latest held-out", "turn-1", "started", "tags"]
         .map(title => h("th", {}, title)))),
       h("tbody", {}, rows.map(run => {
@@ -87,7 +87,7 @@ export function mount(container, route, ui) {
     onOk: () => { ui.error(null); ui.live("ok", `live · every ${poll} s`); },
     onError: (error, wait) => {
       ui.live("error", "offline");
-      if (!loaded) body.replaceChildren(emptyState("Cannot load the runs.", `${error.message}. Retrying in ${wait} s.`));
+      if (!loaded) fill(body, emptyState("Cannot load the runs.", `${error.message}. Retrying in ${wait} s.`));
       else ui.error(`Live updates paused: ${error.message}. Retrying in ${wait} s.`);
     },
   }).start();
