@@ -38,7 +38,7 @@ class CeleryDispatcher:
             for queue in QUEUES:
                 try:
                     depth[queue] = channel.queue_declare(queue=queue, passive=True).message_count
-                except channel.channel_errors:
+                except connection.channel_errors:
                     depth[queue] = 0  # never used yet
         return {"ok": True, "kind": self.kind, "depth": depth}
 

@@ -96,14 +96,6 @@ class Service:
             pass
         self.process.wait()
 
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill9()
-
 
 class Stack:
     """The API and grading workers for one test module, on the module's database and its own
@@ -123,23 +115,29 @@ class Stack:
         self.url = ""
 
     def start_worker(self, name: str, queues: str = "rocq") -> Service:
+        """Start a worker (concurrency 1, node name `<name>@test`); `wait_ready` waits for it."""
         worker = Service(name, [sys.executable, "-m", "services.cli", "worker", "--queues", queues,
                                 "--concurrency", "1", "--name", f"{name}@test"], self.env, self.log_dir)
         self.services.append(worker)
-        worker.wait_for_output(" ready.")
         return worker
 
     def start_api(self) -> Service:
-        port = free_port()
-        self.api = Service("api", [sys.executable, "-m", "services.cli", "serve", "api", "--port", str(port)],
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.api = Service("api", [sys.executable, "-m", "services.cli", "serve", "api", "--port", self.url.rsplit(":", 1)[1]],
                            self.env, self.log_dir)
         self.services.append(self.api)
-        self.url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
+        return self.api
+
+    def wait_ready(self, timeout_s: float = 90.0) -> None:
+        """Until every worker has said it is ready and the API answers /health with 200."""
+        for service in self.services:
+            if service is not self.api and service.process.poll() is None:
+                service.wait_for_output(" ready.", timeout_s)
+        deadline = time.monotonic() + timeout_s
+        while self.api is not None:
             try:
-                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return self.api
+                if httpx.get(f"{self.url}/health", timeout=5).status_code == 200:
+                    return
             except httpx.TransportError:
                 pass
             if self.api.process.poll() is not None or time.monotonic() > deadline:
@@ -147,8 +145,8 @@ class Stack:
             time.sleep(0.2)
 
     def close(self) -> None:
-        for service in reversed(self.services):
-            service.stop()
+        for service in self.services:
+            service.kill9()  # nothing to save: the database and Redis keys go next
         import redis
 
         client = redis.Redis.from_url(REDIS)

@@ -21,6 +21,7 @@ def stack(database_url, tmp_path_factory):
     stack = Stack(database_url, tmp_path_factory.mktemp("embedded"), broker=False, grade_batch_max="50",
                   episodes_batch_max="100", answer_max_chars="2000")
     stack.start_api()
+    stack.wait_ready()
     yield stack
     stack.close()
 
@@ -297,6 +298,7 @@ def test_api_restart_loses_no_run_episode_or_unfinished_grade(stack, http, api, 
 
     stack.api.kill9()
     stack.start_api()
+    stack.wait_ready()
 
     with APIClient(stack.url, TOKEN) as after:
         assert json.dumps([after.get_run(run["id"]), after.episodes(run["id"], limit=1000)["items"],

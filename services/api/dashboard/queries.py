@@ -41,7 +41,8 @@ def aware(moment: datetime) -> datetime:
 
 
 def since(cursor: datetime | None) -> datetime | None:
-    return None if cursor is None else aware(cursor) - OVERLAP
+    # In UTC: SQLite compares the stored UTC text, whatever zone the cursor was written in.
+    return None if cursor is None else aware(cursor).astimezone(UTC) - OVERLAP
 
 
 def poll_interval(runs: list[Run]) -> float:

@@ -1,0 +1,120 @@
+"""Grading through the Celery queue: the API (uvicorn) and two workers as real processes, on real
+Redis (a namespace of its own) and a real Postgres database, grading with real coqc."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from sqlalchemy import text
+
+from services.api.db import transaction
+from services.api.jobs import job_key
+from services.api.models import GradeJob
+from services.grader.worker import process_job
+from shared.clients import APIClient, grade_item
+from tests.api.conftest import TOKEN, Stack, count, fenced, rocq_task
+
+# Short limits so that a lost worker's job comes back within seconds (soft < hard < visibility).
+LIMITS = {"worker_soft_time_limit_s": "15", "worker_hard_time_limit_s": "18", "broker_visibility_timeout_s": "20"}
+SLOW_PROOF = "do 15 (assert (Nat.mul 100 100 = 10000) by reflexivity; clear).\nreflexivity."
+
+
+@pytest.fixture(scope="module")
+def stack(database_url, tmp_path_factory):
+    stack = Stack(database_url, tmp_path_factory.mktemp("queue"), **LIMITS)
+    try:
+        stack.start_worker("w1")
+        stack.start_worker("w2")
+        stack.start_api()
+        stack.wait_ready()
+        yield stack
+    finally:
+        stack.close()
+
+
+@pytest.fixture
+def api(stack):
+    with APIClient(stack.url, TOKEN) as client:
+        yield client
+
+
+def test_health_reports_the_database_and_the_broker(api):
+    health = api.health()
+    assert health["database"]["ok"] and health["queue"] == {**health["queue"], "ok": True, "kind": "celery"}
+
+
+@pytest.mark.slow
+def test_a_batch_of_200_grades_completes_with_every_verdict_stored_once(api, engine):
+    task = rocq_task("test/batch200/0001")
+    items = ([grade_item(task, f"I believe it holds ({i}).") for i in range(150)]
+             + [grade_item(task, fenced(f"(* {i} *) Admitted.")) for i in range(30)]
+             + [grade_item(task, fenced(f"(* {i} *) reflexivity.")) for i in range(10)]
+             + [grade_item(task, fenced(f"(* {i} *) exact I.")) for i in range(10)])
+    before = count(engine, "grade_jobs")
+    verdicts = api.grade_batch(items, wait_s=20, deadline_s=150)
+    expected = ["bad_format"] * 150 + ["forbidden"] * 30 + ["ok"] * 10 + ["compile_error"] * 10
+    assert [v.reason for v in verdicts] == expected
+    ids = [job_key(task, item["answer"], "whole")["id"] for item in items]
+    with transaction(engine) as session:
+        rows = session.execute(text("SELECT status, attempts, worker FROM grade_jobs WHERE id = ANY(:ids)"),
+                               {"ids": ids}).all()
+    assert count(engine, "grade_jobs") == before + 200
+    assert len(rows) == 200 and {(status, attempts) for status, attempts, _ in rows} == {("done", 1)}
+    assert {worker.split("@")[0] for _, _, worker in rows} == {"w1", "w2"}  # both workers took part
+
+
+def test_the_same_request_twice_stores_one_verdict(api, engine):
+    task = rocq_task("test/twice/0001")
+    first = api.grade(task, fenced("reflexivity."), timeout_s=60)
+    again = api.grade(task, fenced("reflexivity."), timeout_s=60)
+    assert first.id == again.id and first.verdict == again.verdict and first.verdict.passed
+    assert count(engine, "grade_jobs", f"id = '{first.id}'") == 1
+    assert count(engine, "grade_jobs", f"id = '{first.id}' AND attempts = 1") == 1
+
+
+@pytest.mark.slow
+def test_a_job_whose_worker_is_killed_completes_on_the_other_worker(stack, api, engine):
+    job = api.grade(rocq_task("test/kill/0001"), fenced(SLOW_PROOF), timeout_s=0)
+    deadline = time.monotonic() + 60
+    while (worker := _worker_of(engine, job.id)) is None:
+        assert time.monotonic() < deadline, "no worker picked the job up"
+        time.sleep(0.05)
+    victim = next(s for s in stack.services if s.name == worker.split("@")[0])
+    assert _status(engine, job.id) == "running"
+    victim.kill9()
+
+    done = api.get_grade(job.id, wait_s=90)
+    assert done.status == "done" and done.verdict.passed
+    with transaction(engine) as session:
+        row = session.get(GradeJob, job.id)
+        assert row.attempts == 2
+        assert row.worker.split("@")[0] != victim.name
+
+
+def test_a_job_redelivered_past_the_cap_is_answered_sandbox_error(api, engine, database_url):
+    job = api.grade(rocq_task("test/cap/0001"), "prose", timeout_s=60)
+    with transaction(engine) as session:  # pretend it was delivered and lost three times
+        session.execute(text("UPDATE grade_jobs SET status = 'running', attempts = 3, verdict = NULL WHERE id = :id"),
+                        {"id": job.id})
+    assert process_job(database_url, job.id, max_attempts=3, worker="test") is False
+    final = api.get_grade(job.id)
+    assert final.status == "done" and final.verdict.reason == "sandbox_error"
+    assert "interrupted 3 times" in final.verdict.feedback
+    assert count(engine, "grade_jobs", f"id = '{job.id}' AND attempts = 4") == 1
+
+
+def test_a_redelivered_job_that_is_already_graded_is_skipped(api, engine, database_url):
+    job = api.grade(rocq_task("test/redeliver/0001"), "prose", timeout_s=60)
+    assert job.status == "done"
+    assert process_job(database_url, job.id, max_attempts=3, worker="test") is False
+    assert count(engine, "grade_jobs", f"id = '{job.id}' AND attempts = 1") == 1
+
+
+def _worker_of(engine, job_id: str) -> str | None:
+    with engine.connect() as connection:
+        return connection.execute(text("SELECT worker FROM grade_jobs WHERE id = :id"), {"id": job_id}).scalar()
+
+
+def _status(engine, job_id: str) -> str:
+    with engine.connect() as connection:
+        return connection.execute(text("SELECT status FROM grade_jobs WHERE id = :id"), {"id": job_id}).scalar_one()
