@@ -7,6 +7,8 @@ import importlib
 import logging
 import sys
 
+from shared.settings import SettingsError
+
 # Modules that define `register(subparsers)`. A module that is not there yet is skipped.
 COMMAND_MODULES = (
     "services.grader.commands",
@@ -51,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return int(args.handler(args) or 0)
-    except UsageError as exc:
+    except (UsageError, SettingsError) as exc:
         print(f"verirl {args.command}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -5,7 +5,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
+from pydantic import ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_API_TOKEN = "dev-token"  # for local use only: `mode=production` refuses it
 
 
 class Settings(BaseSettings):
@@ -36,7 +39,8 @@ class Settings(BaseSettings):
     database_url: str = "sqlite:///./var/verirl.db"
     broker_url: str | None = None  # None: grade in a local process pool
     api_url: str = "http://127.0.0.1:8000"
-    api_token: str = "dev-token"
+    api_token: str = DEFAULT_API_TOKEN
+    mode: Literal["local", "production"] = "local"  # production refuses the default API token
     sampler_url: str = "http://127.0.0.1:8001"
     data_dir: Path = Path("data")
     var_dir: Path = Path("var")
@@ -57,7 +61,27 @@ class Settings(BaseSettings):
     worker_hard_time_limit_s: int = 150
     worker_max_tasks_per_child: int = 500
 
+    @model_validator(mode="after")
+    def _no_default_secrets_in_production(self) -> "Settings":
+        # A deployment must never run on a secret that is published in this repository.
+        if self.mode == "production" and (self.api_token == DEFAULT_API_TOKEN or len(self.api_token) < 16):
+            raise ValueError("VERIRL_MODE=production needs VERIRL_API_TOKEN set to a secret of at least 16 "
+                             "characters (e.g. `openssl rand -hex 32`), not the default")
+        return self
+
+
+class SettingsError(ValueError):
+    """The VERIRL_* environment is invalid; the message names each bad variable and why."""
+
 
 @lru_cache
 def get_settings() -> Settings:
-    return Settings()
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise SettingsError("; ".join(_describe(error) for error in exc.errors())) from None
+
+
+def _describe(error: dict) -> str:
+    message = error["msg"].removeprefix("Value error, ")
+    return f"VERIRL_{'_'.join(map(str, error['loc'])).upper()}: {message}" if error["loc"] else message
