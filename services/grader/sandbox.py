@@ -91,6 +91,8 @@ class RunResult:
         """'timeout' or 'resource' when a limit ended the process, else None."""
         if self.timed_out or self.signal in (signal.SIGXCPU,):
             return "timeout"
+        if self.output_truncated:
+            return "resource"
         if self.signal in (signal.SIGKILL, signal.SIGSEGV, signal.SIGXFSZ, signal.SIGABRT):
             return "resource"
         if "Out of memory" in self.stderr or "Stack overflow" in self.stderr:
@@ -99,11 +101,12 @@ class RunResult:
 
 
 class BoundedReader(threading.Thread):
-    """Drains one pipe to EOF, keeping at most `cap` bytes; the rest is read and dropped."""
+    """Drains one pipe to EOF, keeping at most `cap` bytes; the rest is read and dropped.
+    `on_overflow` runs once when the cap is first exceeded (the sandbox kills the process then)."""
 
-    def __init__(self, fd: int, cap: int):
+    def __init__(self, fd: int, cap: int, on_overflow=None):
         super().__init__(daemon=True)
-        self.fd, self.cap = fd, cap
+        self.fd, self.cap, self.on_overflow = fd, cap, on_overflow
         self.chunks: list[bytes] = []
         self.kept = 0
         self.truncated = False
@@ -120,8 +123,10 @@ class BoundedReader(threading.Thread):
             if room > 0:
                 self.chunks.append(chunk[:room])
                 self.kept += min(room, len(chunk))
-            if len(chunk) > room:
+            if len(chunk) > room and not self.truncated:
                 self.truncated = True
+                if self.on_overflow:
+                    self.on_overflow()
         os.close(self.fd)
 
     def text(self) -> str:
@@ -182,8 +187,10 @@ class Sandbox:
             ro_binds: tuple[str, ...] = ()) -> RunResult:
         start = time.monotonic()
         proc = self.spawn(argv, workdir, limits, env=env, network=network, ro_binds=ro_binds)
-        out = BoundedReader(os.dup(proc.stdout.fileno()), limits.output_bytes)
-        err = BoundedReader(os.dup(proc.stderr.fileno()), limits.output_bytes)
+        # An output flood ends the run: nothing past the cap would be read anyway.
+        flood = lambda: kill_group(proc)  # noqa: E731
+        out = BoundedReader(os.dup(proc.stdout.fileno()), limits.output_bytes, flood)
+        err = BoundedReader(os.dup(proc.stderr.fileno()), limits.output_bytes, flood)
         proc.stdout.close()
         proc.stderr.close()
         out.start()

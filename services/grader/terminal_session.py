@@ -22,7 +22,8 @@ import re
 import secrets
 import tarfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -83,6 +84,7 @@ exec|patch)
     else
         cd work || exit 70
     fi
+    printf '%sstarted%s' "$nonce" "$nonce"
     exec 4<<<"$nonce"
     unset nonce
     exec "$@"
@@ -146,9 +148,12 @@ class ScratchRun:
     result: RunResult
     nonce: str
 
+    def payloads(self) -> list[str]:
+        """What the wrapper (or the results plugin) framed with this run's nonce, in order."""
+        return re.findall(re.escape(self.nonce) + r"(.*?)" + re.escape(self.nonce), self.result.stdout, re.DOTALL)
+
     def framed(self) -> str | None:
-        """The last payload the wrapper (or the results plugin) framed with this run's nonce."""
-        found = re.findall(re.escape(self.nonce) + r"(.*?)" + re.escape(self.nonce), self.result.stdout, re.DOTALL)
+        found = self.payloads()
         return found[-1] if found else None
 
 
@@ -186,14 +191,14 @@ def pack(files: dict[str, bytes], dirs: tuple[str, ...] = ("work", ".session")) 
 
 def test_outcomes(run: ScratchRun) -> dict[str, str] | None:
     """Test id -> outcome from the results plugin, or None if it reported nothing."""
-    payload = run.framed()
-    if payload is None:
-        return None
-    try:
-        data = json.loads(payload)
-    except ValueError:
-        return None
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else None
+    for payload in reversed(run.payloads()):
+        try:
+            data = json.loads(payload)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            return {str(k): str(v) for k, v in data.items()}
+    return None
 
 
 # -- terminal tasks -----------------------------------------------------------------------------
@@ -237,9 +242,6 @@ class TerminalSpec:
     @property
     def tests_dir(self) -> Path:
         return self.path / "tests"
-
-    def with_limits(self, **changes) -> "TerminalSpec":
-        return replace(self, **changes)
 
 
 DESTRUCTIVE = re.compile(
@@ -313,15 +315,10 @@ class TerminalSession:
     agent_time_s: float = 0.0
 
     def __post_init__(self) -> None:
-        self._state = pack({})
+        self._state = _setup_state(self.spec)
         self._failed: set[str] = set()
         self._notes: list[str] = []
         self._verdict: Verdict | None = None
-        if self.spec.setup:
-            obs = self._turn(self.spec.setup, max(self.spec.test_timeout_s, self.spec.command_timeout_s))
-            if obs.exit_code != 0:
-                raise RuntimeError(f"setup of {self.spec.name} failed (exit {obs.exit_code}): "
-                                   f"{(obs.stdout + obs.stderr)[-500:]}")
 
     @property
     def done(self) -> bool:
@@ -361,34 +358,11 @@ class TerminalSession:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _limits(self, wall_s: float) -> Limits:
-        return Limits.from_settings(get_settings()).scaled(
-            wall_s=wall_s, cpu_s=max(1, int(wall_s) + 1), file_size_mb=self.spec.disk_mb,
-            # the state comes back base64-encoded on stdout
-            output_bytes=(self.spec.disk_mb << 20) * 3 // 2 + (1 << 20))
-
     def _turn(self, command: str, limit_s: float) -> Observation:
-        """Run `command` against the current state; adopt the new state if the turn produced one."""
-        run = run_scratch("turn", [command, f"{max(limit_s, 0.1):.2f}", str(OBSERVATION_BYTES)],
-                          self._state, self._limits(limit_s + STATE_MARGIN_S),
-                          size_mb=self.spec.disk_mb, network=self.spec.allow_network)
-        packed = run.framed()
-        members = _read_obs(packed) if packed is not None else None
-        if members is None:
-            # The wrapper itself died (e.g. `kill -9 -1`): the previous state stands.
-            res = run.result
-            return Observation(
-                res.stdout[-OBSERVATION_BYTES:], res.stderr[-OBSERVATION_BYTES:], res.returncode,
-                timed_out=res.timed_out, limit=res.limit_hit, killed=True,
-                note="the turn overran its time limit; changes made in it are lost" if res.timed_out
-                else "the command killed the session shell; changes made in this turn are lost")
-        self._state = base64.b64decode(packed)
-        rc_text = members.get("rc", "").strip()
-        truncated = any(members.get(f"{n}.size", "").strip() != str(len(members.get(n, "").encode()))
-                        for n in ("out", "err"))
-        return Observation(members.get("out", ""), members.get("err", ""),
-                           int(rc_text) if rc_text.lstrip("-").isdigit() else None,
-                           timed_out="sending signal" in members.get("timeout", ""), truncated=truncated)
+        obs, state = run_turn(self.spec, self._state, command, limit_s)
+        if state is not None:
+            self._state = state
+        return obs
 
     def _record(self, command: str, obs: Observation) -> Observation:
         signals = [] if obs.finished else step_signals(command, obs.exit_code, obs.stderr, obs.timed_out,
@@ -410,9 +384,51 @@ class TerminalSession:
         tests = str(self.spec.tests_dir)
         with pool.lease(f"terminal:{self.spec.name}:{secrets.token_hex(4)}") as slot:
             argv = slot.pytest_argv("--rootdir", tests, "--confcutdir", tests, tests)
-            run = run_scratch("exec", argv, self._state, self._limits(self.spec.test_timeout_s),
+            run = run_scratch("exec", argv, self._state, _limits(self.spec, self.spec.test_timeout_s),
                               size_mb=self.spec.disk_mb + 16, ro_binds=(*slot.ro_binds, tests))
         return tests_verdict(run, _step_summary(self.steps, self._notes), self.steps)
+
+
+def _limits(spec: TerminalSpec, wall_s: float) -> Limits:
+    return Limits.from_settings(get_settings()).scaled(
+        wall_s=wall_s, cpu_s=max(1, int(wall_s) + 1), file_size_mb=spec.disk_mb,
+        # the state comes back base64-encoded on stdout
+        output_bytes=(spec.disk_mb << 20) * 3 // 2 + (1 << 20))
+
+
+def run_turn(spec: TerminalSpec, state: bytes, command: str, limit_s: float) -> tuple[Observation, bytes | None]:
+    """Run `command` against `state`: the observation, and the new state (None if the turn left
+    none, e.g. because the command killed the session shell; the old state then stands)."""
+    run = run_scratch("turn", [command, f"{max(limit_s, 0.1):.2f}", str(OBSERVATION_BYTES)], state,
+                      _limits(spec, limit_s + STATE_MARGIN_S), size_mb=spec.disk_mb, network=spec.allow_network)
+    packed = run.framed()
+    members = _read_obs(packed) if packed is not None else None
+    if members is None:
+        res = run.result
+        return Observation(
+            res.stdout[-OBSERVATION_BYTES:], res.stderr[-OBSERVATION_BYTES:], res.returncode,
+            timed_out=res.timed_out, limit=res.limit_hit, killed=True,
+            note="the turn overran its time limit; changes made in it are lost" if res.timed_out
+            else "the command killed the session shell; changes made in this turn are lost"), None
+    rc_text = members.get("rc", "").strip()
+    truncated = any(members.get(f"{n}.size", "").strip() != str(len(members.get(n, "").encode()))
+                    for n in ("out", "err"))
+    obs = Observation(members.get("out", ""), members.get("err", ""),
+                      int(rc_text) if rc_text.lstrip("-").isdigit() else None,
+                      timed_out="sending signal" in members.get("timeout", ""), truncated=truncated)
+    return obs, base64.b64decode(packed)
+
+
+@lru_cache(maxsize=256)
+def _setup_state(spec: TerminalSpec) -> bytes:
+    """The work dir after the task's setup.sh. Setup scripts must be deterministic: the result
+    is computed once per process and task, and every episode starts from a copy."""
+    if not spec.setup:
+        return pack({})
+    obs, state = run_turn(spec, pack({}), spec.setup, max(spec.test_timeout_s, spec.command_timeout_s))
+    if obs.exit_code != 0 or state is None:
+        raise RuntimeError(f"setup of {spec.name} failed (exit {obs.exit_code}): {(obs.stdout + obs.stderr)[-500:]}")
+    return state
 
 
 PASSING = ("passed", "xfailed", "skipped")
@@ -431,8 +447,12 @@ def tests_verdict(run: ScratchRun, preface: str, steps: list[StepVerdict] | None
         if res.timed_out:
             return Verdict(passed=False, reason=Reason.timeout, steps=steps,
                            feedback=trim_feedback(preface + "the tests timed out", _limit()))
-        return Verdict(passed=False, reason=Reason.sandbox_error, steps=steps, feedback=trim_feedback(
-            preface + f"the tests did not report (exit {res.returncode}): " + res.stderr[-800:], _limit()))
+        if "started" not in run.payloads():  # the harness never reached pytest: not the answer's doing
+            return Verdict(passed=False, reason=Reason.sandbox_error, steps=steps, feedback=trim_feedback(
+                preface + f"the test run failed to start (exit {res.returncode}): " + res.stderr[-800:], _limit()))
+        return Verdict(passed=False, reason=Reason.tests_failed, steps=steps, feedback=trim_feedback(
+            preface + f"the test run ended without reporting results (exit {res.returncode}"
+            + (f", signal {res.signal}" if res.signal else "") + "): " + _tail(res), _limit()))
     if required is None:
         required = {"tests": (tuple(outcomes), PASSING)}
     lines, failing = [], []
@@ -451,6 +471,10 @@ def tests_verdict(run: ScratchRun, preface: str, steps: list[StepVerdict] | None
 
 def _limit() -> int:
     return get_settings().feedback_chars
+
+
+def _tail(res: RunResult) -> str:
+    return (res.stdout[-600:] + "\n" + res.stderr[-600:]).strip()
 
 
 def _read_obs(packed: str) -> dict[str, str] | None:

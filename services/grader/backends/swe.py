@@ -177,7 +177,7 @@ class SWEBackend(Backend):
                                     *dict.fromkeys(f2p + p2p))
             run = run_scratch("patch", argv, state, limits, size_mb=DISK_MB, ro_binds=slot.ro_binds)
         res = run.result
-        if res.returncode == 3 and "verirl: the diff does not apply" in res.stderr and run.framed() is None:
+        if res.returncode == 3 and "verirl: the diff does not apply" in res.stderr and not run.payloads():
             return Verdict(passed=False, reason=Reason.parse, feedback=trim_feedback(
                 "the diff does not apply:\n" + res.stderr, settings.feedback_chars))
         return tests_verdict(run, "", None, {"FAIL_TO_PASS": (f2p, ("passed",)),

@@ -6,5 +6,6 @@ def test_century_not_leap():
     assert days_in_month(2, 1900) == 28
 
 
-def test_four_hundred_leap():
+def test_four_hundred_rule():
     assert is_leap(2000)
+    assert not is_leap(2100)
