@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import JSON, Engine, bindparam, create_engine, event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -79,14 +79,31 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 
 def insert_ignoring_conflicts(session: Session, table, rows: Sequence[dict[str, Any]], returning=()):
-    """INSERT all `rows` as multi-row statements, skipping rows that collide with an existing
-    unique key. Returns the `returning` columns of the rows actually inserted."""
+    """INSERT all `rows`, skipping rows that collide with an existing unique key, in a few
+    statements whatever the number of rows. Returns the `returning` columns of the rows actually
+    inserted. Every row must have the same keys."""
     if not rows:
         return []
-    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(table).on_conflict_do_nothing()
+    if session.get_bind().dialect.name == "postgresql" and not any(isinstance(table.c[c].type, JSON) for c in rows[0]):
+        statement = _unnest_insert(table, rows)
+        parameters = None
+    else:
+        dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+        statement = dialect.insert(table).on_conflict_do_nothing()
+        parameters = list(rows)  # sent as batched multi-row VALUES ("insertmanyvalues")
     if returning:
-        # SQLAlchemy's "insertmanyvalues" sends this as batched multi-row INSERT … RETURNING.
-        return session.execute(statement.returning(*returning), list(rows)).all()
-    session.execute(statement, list(rows))
+        return session.execute(statement.returning(*returning), parameters).all()
+    session.execute(statement, parameters)
     return []
+
+
+def _unnest_insert(table, rows: Sequence[dict[str, Any]]):
+    """INSERT … SELECT FROM unnest(one array per column): a statement of constant size, so that
+    neither the driver nor the server parses thousands of placeholders."""
+    columns = list(rows[0])
+    arrays = [bindparam(f"{name}_values", [row[name] for row in rows], type_=postgresql.ARRAY(table.c[name].type))
+              for name in columns]
+    source = func.unnest(*arrays).table_valued(*columns).render_derived()
+    return (postgresql.insert(table)
+            .from_select(columns, select(*(source.c[name] for name in columns)))
+            .on_conflict_do_nothing())

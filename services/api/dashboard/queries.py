@@ -1,11 +1,12 @@
 """What the dashboard reads, shaped for its pages and for cheap polling.
 
 Polling uses two cursors. A run's `version` goes up with every write that concerns it, so "has
-anything changed?" costs one primary-key read. When something has, `changed_after` (the newest
-`created_at` the client has seen) says which rows to send. Timestamps are stamped before a
-transaction commits, so a slow transaction can land rows older than the newest row a client has
-already seen; every delta therefore re-reads a window of `OVERLAP` before the cursor, and clients
-merge by key (iteration), which makes the re-sent rows harmless.
+anything changed?" costs one primary-key read. When something has, `changed_after` (the time of
+the client's previous read) says which rows to send. Rows are stamped before their transaction
+commits, so a row can become visible after a read that began later than its stamp; every delta
+therefore re-reads a window of `OVERLAP` before the cursor, and clients merge by key (iteration),
+which makes the re-sent rows harmless. An answer with nothing new echoes the cursor it was given,
+so repeated idle polls are byte-identical and the ETag turns them into 304s.
 """
 from __future__ import annotations
 
@@ -75,6 +76,7 @@ def run_record(run: Run, with_config: bool) -> dict[str, Any]:
 def runs_overview(session: Session, changed_after: datetime | None) -> dict[str, Any]:
     """Runs changed after the cursor (all when none), each with its latest iteration and its
     latest held-out eval summarised. Reads only the latest eval iteration's rows of each run."""
+    now = datetime.now(UTC)
     query = select(Run).order_by(Run.updated_at, Run.id)
     if changed_after is not None:
         query = query.where(Run.updated_at > since(changed_after))
@@ -100,7 +102,7 @@ def runs_overview(session: Session, changed_after: datetime | None) -> dict[str,
                                    "pass_rate": summary["pass_rate"], "turn1_rate": summary["turn1_rate"]}
     items = [{**run_record(r, with_config=False), "iteration": last_iteration.get(r.id),
               "latest_eval": latest_eval.get(r.id)} for r in runs]
-    cursor = max((aware(r.updated_at) for r in runs), default=changed_after)
+    cursor = now if runs or changed_after is None else changed_after
     every = list(session.scalars(select(Run).where(Run.status.in_(("created", "running")))))
     return {"items": items, "cursor": cursor, "complete": changed_after is None, "poll_s": poll_interval(every)}
 
@@ -115,6 +117,7 @@ def run_summary(session: Session, run: Run, ks: list[int], since_version: int | 
     Without cursors: the whole history. With `since_version` equal to the run's version: nothing
     but the cursors back. Otherwise: iteration rows and eval points (recomputed whole, over all of
     their tasks) touched after `changed_after`, minus the overlap window."""
+    now = datetime.now(UTC)
     base = {"run_id": run.id, "version": run.version, "ks": ks, "poll_s": poll_interval([run])}
     if since_version is not None and since_version == run.version:
         return {**base, "unchanged": True, "cursor": changed_after}
@@ -140,8 +143,7 @@ def run_summary(session: Session, run: Run, ks: list[int], since_version: int | 
         point = rollup([TaskEval(r.task_id, r.family, r.n, r.passed_by_turn) for r in group], ks)
         evals.append({"iteration": iteration, **point})
 
-    seen = [aware(m.created_at) for m in metric_rows] + [aware(r.created_at) for r in eval_rows]
-    cursor = max([*seen, *([aware(changed_after)] if changed_after else [])], default=None)
+    cursor = now if metric_rows or eval_rows or changed_after is None else changed_after
     return {**base, "unchanged": False, "complete": after is None, "cursor": cursor,
             "run": run_record(run, with_config=True), "iterations": iterations, "evals": evals}
 

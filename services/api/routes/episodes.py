@@ -17,7 +17,7 @@ router = APIRouter(tags=["episodes"])
 
 
 def write_episodes(session: Session, run_id: int, episodes: list[EpisodeIn]) -> int:
-    """Insert episodes and their turns with a few multi-row INSERTs, skipping episodes whose
+    """Insert episodes and their turns with one bulk INSERT per table, skipping episodes whose
     natural key (run, iteration, split, task, index) exists. Returns how many were new."""
     unnamed = {e.task_id for e in episodes if not e.family}
     families = dict(session.execute(select(TaskRow.id, TaskRow.family).where(TaskRow.id.in_(unnamed))).tuples().all()) if unnamed else {}

@@ -1,0 +1,265 @@
+"""Benchmarks of the API service, each run side by side with its baseline in one go:
+
+1. episode ingest: the endpoint's one INSERT … SELECT FROM unnest(…) ON CONFLICT DO NOTHING per
+   table vs row-by-row ORM inserts (one flush per row, as a naive endpoint does to learn each
+   episode's id);
+2. grading: POST /grade/batch through the API and two Celery workers vs calling `grade()` in one
+   process, on the same distinct Rocq answers (real coqc);
+3. held-out trajectory query time with 10k vs 1M turns stored (bulk SQL in a throwaway database).
+
+Needs Postgres and Redis (defaults: the local ones). Every database it creates is dropped.
+    python bench/api.py [--episodes 2000] [--grades 40] [--large-turns 1000000]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+from sqlalchemy import create_engine, text
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from services.api import db  # noqa: E402
+from services.api.models import Episode, Run, Turn  # noqa: E402
+from services.api.routes.episodes import write_episodes  # noqa: E402
+from services.api.schemas import EpisodeIn  # noqa: E402
+from shared.schemas import Task  # noqa: E402
+
+ONE_PLUS_ONE = "Theorem t : 1 + 1 = 2.\nProof.\n{{PROOF}}\nQed.\n"
+
+
+@contextmanager
+def throwaway_database(postgres: str):
+    name = f"verirl_bench_{secrets.token_hex(4)}"
+    admin = create_engine(f"{postgres}/postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    url = f"{postgres}/{name}"
+    try:
+        db.upgrade(db.get_engine(url))
+        yield url
+    finally:
+        db.get_engine(url).dispose()
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+# --- 1. episode ingest -------------------------------------------------------------------------
+
+def make_episodes(n: int, tag: str) -> list[EpisodeIn]:
+    return [EpisodeIn.model_validate({
+        "iteration": i // 64, "task_id": f"m1/sq/{tag}{i // 8:05d}", "index": i % 8, "family": "sq",
+        "reward": float(i % 3 == 0), "policy_version": i // 64,
+        "turns": [{"completion": "```coq\nintros n. lia.\n```", "sampled_tokens": 24, "passed": False,
+                   "reason": "compile_error", "feedback": "Error: Unable to unify"},
+                  {"completion": "```coq\ninduction n; simpl; lia.\n```", "sampled_tokens": 31, "passed": i % 3 == 0,
+                   "reason": "ok" if i % 3 == 0 else "compile_error", "feedback": ""}]}) for i in range(n)]
+
+
+def insert_row_by_row(session, run_id: int, episodes: list[EpisodeIn]) -> None:
+    for e in episodes:
+        row = Episode(run_id=run_id, iteration=e.iteration, split=e.split, task_id=e.task_id, index=e.index,
+                      family=e.family, reward=e.reward, passed=any(t.passed for t in e.turns),
+                      n_turns=len(e.turns), policy_version=e.policy_version)
+        session.add(row)
+        session.flush()  # the episode's id, for its turns
+        for i, t in enumerate(e.turns):
+            session.add(Turn(episode_id=row.id, index=i, completion=t.completion, sampled_tokens=t.sampled_tokens,
+                             passed=t.passed, reason=t.reason.value if t.reason else "", feedback=t.feedback))
+            session.flush()
+
+
+def bench_ingest(postgres: str, n: int) -> None:
+    with throwaway_database(postgres) as url:
+        engine = db.get_engine(url)
+        with db.transaction(engine) as session:
+            runs = [Run(name="baseline"), Run(name="bulk")]
+            session.add_all(runs)
+            session.flush()
+            baseline_id, bulk_id = runs[0].id, runs[1].id
+        baseline_eps, bulk_eps = make_episodes(n, "a"), make_episodes(n, "b")
+        start = time.perf_counter()
+        with db.transaction(engine) as session:
+            insert_row_by_row(session, baseline_id, baseline_eps)
+        baseline = time.perf_counter() - start
+        start = time.perf_counter()
+        with db.transaction(engine) as session:
+            inserted = write_episodes(session, bulk_id, bulk_eps)
+        ours = time.perf_counter() - start
+        assert inserted == n
+        start = time.perf_counter()
+        with db.transaction(engine) as session:
+            assert write_episodes(session, bulk_id, bulk_eps) == 0
+        retry = time.perf_counter() - start
+    print(f"[ingest] {n} episodes x 2 turns on Postgres")
+    print(f"  row-by-row ORM inserts   {baseline:8.3f} s   {n / baseline:9.0f} episodes/s")
+    print(f"  bulk INSERT (ours)       {ours:8.3f} s   {n / ours:9.0f} episodes/s")
+    print(f"  same batch again (no-op) {retry:8.3f} s")
+    print(f"  speed-up: {baseline / ours:.1f}x")
+
+
+# --- 2. grading through the queue --------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bench_grading(postgres: str, redis_url: str, n: int) -> None:
+    from services.grader.pipeline import grade, shutdown
+    from shared.clients import APIClient, grade_item
+
+    task = Task(id="bench/one_plus_one/0001", lang="rocq", theorem="t", statement=ONE_PLUS_ONE)
+    run_tag = secrets.token_hex(3)
+    answers = [f"```coq\n(* {run_tag} {i} *) {'reflexivity.' if i % 2 else 'simpl. reflexivity.'}\n```" for i in range(n)]
+
+    start = time.perf_counter()
+    direct = [grade(task, answer, use_cache=False) for answer in answers]
+    in_process = time.perf_counter() - start
+    shutdown()
+    assert all(v.passed for v in direct)
+
+    with throwaway_database(postgres) as url, tempfile.TemporaryDirectory() as logs:
+        namespace = f"verirl_bench_{secrets.token_hex(4)}:"
+        token = secrets.token_hex(8)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("VERIRL_")} | {
+            "VERIRL_DATABASE_URL": url, "VERIRL_BROKER_URL": redis_url, "VERIRL_BROKER_NAMESPACE": namespace,
+            "VERIRL_API_TOKEN": token, "VERIRL_DATA_DIR": str(Path(logs) / "none")}
+        port = free_port()
+        commands = [["worker", "--queues", "rocq", "--name", f"bench{i}@%h"] for i in (1, 2)]
+        commands.append(["serve", "api", "--port", str(port)])
+        processes = [subprocess.Popen([sys.executable, "-m", "services.cli", *argv], env=env, cwd=ROOT,
+                                      stdout=open(Path(logs) / f"{i}.log", "wb"), stderr=subprocess.STDOUT,
+                                      start_new_session=True) for i, argv in enumerate(commands)]
+        try:
+            deadline = time.monotonic() + 120
+            while not all(" ready." in (Path(logs) / f"{i}.log").read_text(errors="replace") for i in (0, 1)):
+                assert time.monotonic() < deadline, "workers did not start"
+                time.sleep(0.2)
+            with APIClient(f"http://127.0.0.1:{port}", token) as client:
+                while True:
+                    try:
+                        client.http.get("/health").raise_for_status()
+                        break
+                    except httpx.HTTPError:
+                        assert time.monotonic() < deadline, "API did not start"
+                        time.sleep(0.2)
+                client.grade(task, "warm-up: no fence", timeout_s=60)
+                start = time.perf_counter()
+                queued = client.grade_batch([grade_item(task, answer) for answer in answers], wait_s=30)
+                through_queue = time.perf_counter() - start
+            assert all(v.passed for v in queued)
+        finally:
+            for process in processes:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            import redis
+
+            client = redis.Redis.from_url(redis_url)
+            if keys := list(client.scan_iter(f"{namespace}*")):
+                client.delete(*keys)
+    check = statistics.mean(v.elapsed_s for v in direct)
+    print(f"[grading] {n} distinct Rocq answers (real coqc), {os.cpu_count()} CPU cores")
+    print(f"  grade() in one process      {in_process:7.2f} s   {in_process / n * 1000:7.1f} ms/answer")
+    print(f"  /grade/batch, 2 workers     {through_queue:7.2f} s   {through_queue / n * 1000:7.1f} ms/answer")
+    print(f"  speed-up: {in_process / through_queue:.2f}x; overhead per answer vs one grade() "
+          f"({check * 1000:.0f} ms): {(through_queue * 2 / n - check) * 1000:+.0f} ms at 2-way parallelism")
+
+
+# --- 3. trajectory query vs stored turns -------------------------------------------------------
+
+FILL = """
+INSERT INTO runs (name, config, status, phase, tags, version, created_at, updated_at)
+SELECT 'run-' || r, '{}', 'finished', '', '[]', 1, now(), now() FROM generate_series(1, :runs) r;
+INSERT INTO heldout_evals (run_id, iteration, task_id, family, n, passed_by_turn, created_at)
+SELECT r.id, it, 'm1/f' || (t % 6) || '/' || t, 'f' || (t % 6), 8,
+       json_build_array(t % 5, least(8, t % 5 + 2), least(8, t % 5 + 3)), now()
+FROM runs r, generate_series(0, :iterations - 1) it, generate_series(0, :tasks - 1) t;
+INSERT INTO episodes (run_id, iteration, split, task_id, index, family, reward, passed, n_turns, policy_version, created_at)
+SELECT 1 + (e % :runs), (e / :runs) % 1000, 'train', 'm1/f/' || (e / (:runs * 1000)), 0, 'f', 1, true, 2, 0, now()
+FROM generate_series(0, :episodes - 1) e;
+INSERT INTO turns (episode_id, index, completion, sampled_tokens, passed, reason, feedback)
+SELECT e.id, i, 'intros n. induction n; simpl; lia.', 30, i = 1, 'ok', '' FROM episodes e, generate_series(0, 1) i;
+ANALYZE;
+"""
+
+
+def bench_trajectory(postgres: str, sizes: list[int], budget_s: float) -> None:
+    from fastapi.testclient import TestClient
+
+    from services.api.app import create_app
+    from shared.settings import Settings
+
+    print("[trajectory] GET /runs/1/trajectory (50 iterations x 30 held-out tasks), median of 30")
+    results = {}
+    for turns in sizes:
+        with throwaway_database(postgres) as url:
+            runs = max(2, turns // 10_000)
+            start = time.perf_counter()
+            with db.get_engine(url).begin() as connection:
+                for statement in FILL.strip().split(";\n"):
+                    connection.execute(text(statement), {"runs": runs, "iterations": 50, "tasks": 30,
+                                                         "episodes": turns // 2})
+            fill = time.perf_counter() - start
+            settings = Settings(database_url=url, db_upgrade_on_start=False, data_dir=Path("/nonexistent"))
+            with TestClient(create_app(settings)) as client:
+                client.get("/runs/1/trajectory").raise_for_status()
+                times = []
+                for _ in range(30):
+                    start = time.perf_counter()
+                    response = client.get("/runs/1/trajectory")
+                    times.append(time.perf_counter() - start)
+                assert len(response.json()["iterations"]) == 50
+            results[turns] = statistics.median(times)
+            print(f"  {turns:>9,} turns, {runs:>4} runs (filled in {fill:5.1f} s): {results[turns] * 1000:7.2f} ms")
+        following = [size for size in sizes if size > turns]
+        if following and fill * following[0] / turns > budget_s:
+            print(f"  filling {following[0]:,} turns would take about {fill * following[0] / turns:.0f} s "
+                  f"(over {budget_s:.0f} s) on this machine; stopping at {turns:,}")
+            break
+    smallest, largest = min(results), max(results)
+    if largest != smallest:
+        print(f"  growth from {smallest:,} to {largest:,} turns: {results[largest] / results[smallest]:.2f}x "
+              f"for {largest / smallest:.0f}x the data")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--postgres", default="postgresql+psycopg://postgres@127.0.0.1:5432",
+                        help="server URL without a database; throwaway databases are created there")
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/0", help="broker for the grading benchmark")
+    parser.add_argument("--episodes", type=int, default=2000, help="episodes to ingest")
+    parser.add_argument("--grades", type=int, default=40, help="answers to grade")
+    parser.add_argument("--small-turns", type=int, default=10_000)
+    parser.add_argument("--large-turns", type=int, default=1_000_000)
+    parser.add_argument("--fill-budget-s", type=float, default=120.0,
+                        help="skip a trajectory size whose fill would take longer than this")
+    parser.add_argument("--only", choices=["ingest", "grading", "trajectory"], help="run one benchmark")
+    args = parser.parse_args()
+    if args.only in (None, "ingest"):
+        bench_ingest(args.postgres, args.episodes)
+    if args.only in (None, "grading"):
+        bench_grading(args.postgres, args.redis, args.grades)
+    if args.only in (None, "trajectory"):
+        sizes = [args.small_turns]
+        while sizes[-1] * 10 < args.large_turns:
+            sizes.append(sizes[-1] * 10)
+        bench_trajectory(args.postgres, sizes + [args.large_turns], args.fill_budget_s)
+
+
+if __name__ == "__main__":
+    main()
