@@ -20,7 +20,7 @@ def write_episodes(session: Session, run_id: int, episodes: list[EpisodeIn]) -> 
     """Insert episodes and their turns with one bulk INSERT per table, skipping episodes whose
     natural key (run, iteration, split, task, index) exists. Returns how many were new."""
     unnamed = {e.task_id for e in episodes if not e.family}
-    families = dict(session.execute(select(TaskRow.id, TaskRow.family).where(TaskRow.id.in_(unnamed))).tuples().all()) if unnamed else {}
+    families = dict(session.execute(select(TaskRow.id, TaskRow.family).where(TaskRow.id.in_(unnamed))).all()) if unnamed else {}
     now = utcnow()
     rows = [{"run_id": run_id, "iteration": e.iteration, "split": e.split, "task_id": e.task_id, "index": e.index,
              "family": e.family or families.get(e.task_id, ""), "prompt": e.prompt, "reward": e.reward,

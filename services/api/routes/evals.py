@@ -25,7 +25,7 @@ def post_evals(run_id: int, body: EvalBatch, request: Request, response: Respons
     with transaction(engine(request)) as session:
         run = get_run(session, run_id)
         missing = {item.task_id for item in body.items if item.family is None}
-        families = dict(session.execute(select(TaskRow.id, TaskRow.family).where(TaskRow.id.in_(missing))).tuples().all()) if missing else {}
+        families = dict(session.execute(select(TaskRow.id, TaskRow.family).where(TaskRow.id.in_(missing))).all()) if missing else {}
         rows = [{"run_id": run_id, "iteration": body.iteration, "task_id": item.task_id,
                  "family": family_of(item, families), "n": item.n, "passed_by_turn": item.passed_by_turn,
                  "created_at": utcnow()} for item in body.items]
