@@ -32,6 +32,11 @@ class NotFound(EngineError):
     type = "NotFoundError"
 
 
+class Unavailable(EngineError):
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+    type = "ServiceUnavailableError"
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     """How to sample. `seed` makes the result reproducible whatever else is batched with it;

@@ -30,7 +30,15 @@ from pathlib import Path
 
 import torch
 
-from services.sampler.engines import Engine, EngineError, LogprobsMode, NotFound, Sample, SamplingParams
+from services.sampler.engines import (
+    Engine,
+    EngineError,
+    LogprobsMode,
+    NotFound,
+    Sample,
+    SamplingParams,
+    Unavailable,
+)
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +127,7 @@ class HFEngine(Engine):
         self._groups: dict[str | None, _Group] = {}
         self._controls: list[_Control] = []
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._dead = False
         self._counters = {"requests_total": 0, "requests_aborted_total": 0, "generation_tokens_total": 0}
         self._thread = threading.Thread(target=self._run, name="hf-engine", daemon=True)
         self._thread.start()
@@ -134,6 +143,8 @@ class HFEngine(Engine):
         slot = self._adapters[adapter][0] if adapter is not None else None
         request = _Request(list(prompt_token_ids), params, slot, loop.create_future(), loop)
         self._inbox.put(("submit", request))
+        if self._dead:  # the loop stopped before it could take the request
+            raise Unavailable("The engine has stopped.")
         try:
             return await request.future
         except asyncio.CancelledError:
@@ -195,11 +206,12 @@ class HFEngine(Engine):
                         self._step(slot, group, admit=slot not in blocked)
                     if group.idle:
                         del self._groups[slot]
-        except Exception as exc:  # a bug must fail requests loudly, not hang them
+        except Exception:  # a bug must fail requests loudly, not hang them
             log.exception("hf engine loop crashed")
-            self._fail_all(exc)
             raise
-        self._fail_all(RuntimeError("the engine has shut down"))
+        finally:
+            self._dead = True
+            self._fail_all(Unavailable("The engine has stopped."))
 
     def _drain_inbox(self, block: bool) -> bool:
         """Take every message waiting (waiting for one if `block`); False once told to stop."""
@@ -270,8 +282,13 @@ class HFEngine(Engine):
         if self._peft is None:
             return self._model(**inputs)
         if slot is None:
-            with self._peft.disable_adapter():
+            if not self._peft.peft_config:  # every adapter deleted: the LoRA layers are empty
                 return self._model(**inputs)
+            self._peft.base_model.disable_adapter_layers()
+            try:
+                return self._model(**inputs)
+            finally:
+                self._peft.base_model.enable_adapter_layers()
         if self._active != slot:
             self._peft.set_adapter(slot)
             self._active = slot
@@ -425,6 +442,15 @@ class HFEngine(Engine):
             )
 
     def _fail_all(self, exc: Exception) -> None:
+        while True:
+            try:
+                kind, item = self._inbox.get_nowait()
+            except queue.Empty:
+                break
+            if kind == "submit":
+                _resolve(item.loop, item.future, None, exc)
+            elif kind == "control":
+                self._controls.append(item)
         for group in self._groups.values():
             for request in group.waiting + [row.request for row in group.rows]:
                 _resolve(request.loop, request.future, None, exc)
