@@ -110,3 +110,12 @@ def test_lean_and_rocq_renderings_of_a_task_share_names_and_shape():
 def test_a_rung_without_lean_rendering_says_so():
     with pytest.raises(KeyError, match="no lean rendering"):
         candidates("m3", "lean", 0, 1)
+
+
+def test_lean_golds_pass_the_lean_graders_screen_and_splice():
+    from services.grader.backends.lean import screen, splice
+
+    for task in candidates("m1", "lean", 0, 2):
+        assert screen(task.gold) is None, task.id
+        spliced = splice(task.statement, task.theorem, task.gold)
+        assert task.gold.splitlines()[-1] in spliced.source
