@@ -41,6 +41,7 @@ from shared.settings import get_settings
 # A block whose only content is one of these words ends the episode (see docs/terminal_swe.md).
 FINISH_WORDS = ("submit", "exit")
 OBSERVATION_BYTES = 4096  # of stdout and of stderr, per turn, as the model sees them
+TMP_MB = 16  # the sandbox's /tmp outside the work dir (the work dir's size is per task)
 STATE_MARGIN_S = 5.0  # wall time a turn gets beyond its command's limit, to pack the state
 
 # Runs inside the sandbox as `bash -c SCRIPT verirl BASE MODE ARGS...`. stdin: a nonce line, then
@@ -96,7 +97,9 @@ esac
 # -- the scratch sandbox ------------------------------------------------------------------------
 
 class _ScratchBwrap(BwrapSandbox):
-    """bubblewrap with a size-capped tmpfs as /tmp and no host directory bound writable."""
+    """bubblewrap with size-capped tmpfs mounts as /tmp and /tmp/work and no host directory bound
+    writable. The work dir has its own mount so that filling it leaves room in /tmp for the
+    wrapper's bookkeeping (exit status, captured output)."""
 
     name = "bwrap"
 
@@ -106,7 +109,8 @@ class _ScratchBwrap(BwrapSandbox):
 
     def wrap(self, argv, workdir, network, ro_binds):
         cmd = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--proc", "/proc",
-               "--dev", "/dev", "--size", str(self.size_mb << 20), "--tmpfs", "/tmp"]
+               "--dev", "/dev", "--size", str(TMP_MB << 20), "--tmpfs", "/tmp",
+               "--size", str(self.size_mb << 20), "--tmpfs", "/tmp/work"]
         if network:
             cmd.append("--share-net")
         for path in (*SYSTEM_DIRS, *ro_binds):
@@ -126,7 +130,8 @@ class _ScratchDocker(DockerSandbox):
         lim = self.limits
         mounts = [arg for path in ro_binds for arg in ("-v", f"{path}:{path}:ro")]
         return ["docker", "run", "--rm", "-i", "--read-only",
-                "--tmpfs", f"/tmp:size={self.size_mb}m,exec", "--network", "bridge" if network else "none",
+                "--tmpfs", f"/tmp:size={TMP_MB}m,exec", "--tmpfs", f"/tmp/work:size={self.size_mb}m,exec",
+                "--network", "bridge" if network else "none",
                 "--memory", f"{lim.memory_mb}m", "--pids-limit", str(lim.max_procs),
                 "--ulimit", f"cpu={lim.cpu_s}", "--user", "65534:65534", *mounts, "-w", "/tmp",
                 self.image, *argv]
@@ -385,7 +390,7 @@ class TerminalSession:
         with pool.lease(f"terminal:{self.spec.name}:{secrets.token_hex(4)}") as slot:
             argv = slot.pytest_argv("--rootdir", tests, "--confcutdir", tests, tests)
             run = run_scratch("exec", argv, self._state, _limits(self.spec, self.spec.test_timeout_s),
-                              size_mb=self.spec.disk_mb + 16, ro_binds=(*slot.ro_binds, tests))
+                              size_mb=self.spec.disk_mb, ro_binds=(*slot.ro_binds, tests))
         return tests_verdict(run, _step_summary(self.steps, self._notes), self.steps)
 
 
@@ -393,7 +398,7 @@ def _limits(spec: TerminalSpec, wall_s: float) -> Limits:
     return Limits.from_settings(get_settings()).scaled(
         wall_s=wall_s, cpu_s=max(1, int(wall_s) + 1), file_size_mb=spec.disk_mb,
         # the state comes back base64-encoded on stdout
-        output_bytes=(spec.disk_mb << 20) * 3 // 2 + (1 << 20))
+        output_bytes=((spec.disk_mb + TMP_MB) << 20) * 3 // 2)
 
 
 def run_turn(spec: TerminalSpec, state: bytes, command: str, limit_s: float) -> tuple[Observation, bytes | None]:
