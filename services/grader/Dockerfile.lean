@@ -32,11 +32,11 @@ RUN arch="$(uname -m)"; \
     tar -xzf /tmp/elan.tar.gz -C /tmp; \
     /tmp/elan-init -y --no-modify-path --default-toolchain "leanprover/lean4:${LEAN_VERSION}"; \
     rm /tmp/elan.tar.gz /tmp/elan-init; \
-    ln -s "$("$ELAN_HOME/bin/lean" --print-prefix)" /opt/lean; \
-    /opt/lean/bin/lean --version
-RUN git clone --depth 1 --branch "${REPL_VERSION}" https://github.com/leanprover-community/repl /opt/repl-src \
-    && cd /opt/repl-src \
-    && echo "leanprover/lean4:${LEAN_VERSION}" > lean-toolchain \
+    "$ELAN_HOME/bin/lean" --version
+RUN git clone --depth 1 --branch "${REPL_VERSION}" https://github.com/leanprover-community/repl /opt/repl-src
+WORKDIR /opt/repl-src
+# Built with the image's toolchain, whatever the tag's own lean-toolchain file says.
+RUN echo "leanprover/lean4:${LEAN_VERSION}" > lean-toolchain \
     && "$ELAN_HOME/bin/lake" build \
     && install -D -m 0755 .lake/build/bin/repl /opt/repl/bin/repl
 
@@ -74,8 +74,8 @@ ENV PATH=/opt/venv/bin:/opt/repl/bin:$PATH \
     ELAN_HOME=/opt/elan \
     VERIRL_VAR_DIR=/var/lib/verirl \
     VERIRL_LEAN_REPL=/opt/repl/bin/repl
-SHELL ["/bin/sh", "-euc"]
-RUN ln -s "$(dirname "$(dirname "$(find /opt/elan/toolchains -path '*/bin/lean' -type f | head -n 1)")")" /opt/lean
+# One fixed path for the toolchain elan installed (the only one under toolchains/).
+RUN set -- /opt/elan/toolchains/*/bin/lean && [ "$#" -eq 1 ] && [ -x "$1" ] && ln -s "${1%/bin/lean}" /opt/lean
 ENV VERIRL_LEAN=/opt/lean/bin/lean
 # Certify every M1 gold in its Lean rendering (whole-file check), and a sample of them step by
 # step through the REPL. These are the project's own reference proofs, run during the build where
