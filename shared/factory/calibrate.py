@@ -54,6 +54,8 @@ def calibrate(tasks: list[Task], jobs: int = 2) -> list[Row]:
     from services.grader.pipeline import shutdown
     from services.grader.pool import LocalPool
 
+    if not tasks:
+        raise ValueError("nothing to calibrate: no tasks given")
     lang = tasks[0].lang
     strategies = STRATEGIES[lang]
     fence = renderer(lang).fence

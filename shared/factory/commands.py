@@ -77,6 +77,8 @@ def calibrate_cmd(args: argparse.Namespace) -> int:
     from shared.tasks import dataset_dir, load_tasks
 
     _check_rung_lang(args)
+    if args.per_family < 1 and not args.all:
+        raise UsageError("--per-family must be at least 1")
     if not checker_available(args.lang):
         raise UsageError(f"no {args.lang} checker on this host")
     path = dataset_dir(args.rung, args.lang, args.data) / "tasks.jsonl"

@@ -112,3 +112,14 @@ def test_bad_build_arguments_exit_2_with_one_line(tmp_path, capsys, argv, messag
 def test_calibrate_on_a_missing_dataset_says_how_to_build_it(tmp_path, capsys):
     assert cli(["dataset", "calibrate", "--rung", "m2", "--data", str(tmp_path)]) == 2
     assert "verirl dataset build --rung m2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--rung", "m1", "--per-family", "0"], "at least 1"),
+    (["--rung", "m1", "--lang", "lean"], "no lean checker"),
+    (["--rung", "m7"], "unknown rung"),
+])
+def test_bad_calibrate_arguments_exit_2_with_one_line(capsys, argv, message):
+    assert cli(["dataset", "calibrate", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
