@@ -214,6 +214,8 @@ class LeanBackend(Backend):
     def _verdict(self, result: RunResult, spliced: Spliced, audit_line: int, nonce: str, theorem: str) -> Verdict:
         if result.limit_hit == "timeout":
             return _failed(Reason.timeout, f"Lean did not finish within {self.limits.wall_s:g} s")
+        if result.output_truncated:  # the sandbox stopped Lean at the output cap
+            return _failed(Reason.resource, f"Lean's output exceeded {self.limits.output_bytes} bytes")
         messages = parse_messages(result.stdout)
         errors = [m for m in messages if m.severity == "error"]
         stderr = result.stderr.lower()
@@ -236,8 +238,6 @@ class LeanBackend(Backend):
         try:
             axioms = read_audit(messages, audit_line, nonce, theorem)
         except AuditError as exc:
-            if result.output_truncated:
-                return _failed(Reason.resource, f"Lean's output exceeded {self.limits.output_bytes} bytes")
             if exc.kind == "missing":
                 return _failed(Reason.sandbox_error, f"{exc} (lean exit {result.returncode}: "
                                                      f"{result.stderr.strip()[-300:]})")
