@@ -125,6 +125,12 @@ def create_app(engine: Engine) -> FastAPI:
     async def _refused(_request: Request, exc: EngineError):
         return _engine_error(exc)
 
+    @app.exception_handler(Exception)
+    async def _crashed(_request: Request, exc: Exception):
+        log.exception("request failed")
+        return error_response(str(exc) or type(exc).__name__, HTTPStatus.INTERNAL_SERVER_ERROR,
+                              "InternalServerError")
+
     # ------------------------------------------------------------------------ housekeeping
 
     registry = CollectorRegistry()

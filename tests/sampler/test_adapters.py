@@ -93,3 +93,17 @@ def test_unloading_an_unknown_adapter_is_404(server):
         "message": "The lora adapter 'never-loaded' cannot be found.", "type": "NotFoundError",
         "param": None, "code": 404,
     }
+
+
+def test_an_adapter_for_another_model_is_400_and_leaves_the_base_intact(client, server, tokenizer, tmp_path):
+    from services.sampler.model_init import init_model
+
+    other_model = init_model(tmp_path / "other-model", [], hidden=32, layers=2, heads=2)
+    mismatched = make_adapter(other_model, tmp_path / "mismatched", seed=3)
+    prompt_ids = tokenizer(PROMPT).input_ids
+    before = sample(client, SERVED_NAME, prompt_ids)
+    response = httpx.post(f"{server}/v1/load_lora_adapter", json={"lora_name": "wrong", "lora_path": str(mismatched)})
+    assert response.status_code == 400
+    assert "size mismatch" in response.json()["error"]["message"]
+    assert [m.id for m in client.models.list().data] == [SERVED_NAME]
+    assert sample(client, SERVED_NAME, prompt_ids) == before

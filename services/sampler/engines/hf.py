@@ -163,7 +163,12 @@ class HFEngine(Engine):
         loop = asyncio.get_running_loop()
         control = _Control("load", slot, str(path), loop.create_future(), loop)
         self._inbox.put(("control", control))
-        await control.future
+        try:
+            await control.future
+        except Unavailable:
+            raise
+        except Exception as exc:  # a broken or mismatched adapter is the caller's input
+            raise EngineError(f"Loading lora {name} failed: {exc}") from exc
         self._adapters[name] = (slot, str(path))
 
     async def unload_adapter(self, name):
@@ -259,23 +264,36 @@ class HFEngine(Engine):
                     self._peft.delete_adapter(control.slot)
                     self._active = None
             except Exception as exc:
-                log.exception("adapter %s failed", control.kind)
+                log.warning("adapter %s from %s failed: %s", control.kind, control.path, exc)
                 error = exc
             if control.future is not None:
                 _resolve(control.loop, control.future, None, error)
         return blocking
 
     def _load(self, slot: str, path: str) -> None:
-        from peft import PeftModel
+        from peft import PeftConfig, PeftModel
 
-        if self._peft is None:
-            self._peft = PeftModel.from_pretrained(self._model, path, adapter_name=slot)
-        else:
-            if slot in self._peft.peft_config:
-                self._peft.delete_adapter(slot)
-            self._peft.load_adapter(path, adapter_name=slot)
-        self._peft.eval()
         self._active = None
+        if self._peft is None:
+            # The first adapter wraps the base model; the LoRA layers go in before the weights load,
+            # so a failed load must take them out again.
+            peft = PeftModel(self._model, PeftConfig.from_pretrained(path), adapter_name=slot)
+            try:
+                peft.load_adapter(path, adapter_name=slot)
+            except Exception:
+                peft.base_model.unload()
+                raise
+            self._peft = peft.eval()
+            return
+        if slot in self._peft.peft_config:
+            self._peft.delete_adapter(slot)
+        try:
+            self._peft.load_adapter(path, adapter_name=slot)
+        except Exception:
+            if slot in self._peft.peft_config:  # leave no half-loaded adapter behind
+                self._peft.delete_adapter(slot)
+            raise
+        self._peft.eval()
 
     def _forward(self, slot: str | None, **inputs):
         """Run the base model with `slot`'s adapter active (none for the base group)."""
