@@ -38,6 +38,7 @@ function route() {
   const [path, query = ""] = location.hash.replace(/^#/, "").split("?");
   current?.stop();
   ui.error(null);
+  ui.live("idle", "");
   const view = document.getElementById("view");
   fill(view);
   for (const [pattern, module, nav] of ROUTES) {

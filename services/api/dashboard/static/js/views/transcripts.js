@@ -96,7 +96,7 @@ export function mount(container, route, ui) {
         body.turns.length ? body.turns.map(turn => h("div", {class: `turn ${turn.passed ? "passed" : "failed"}`, "data-turn": turn.index},
           h("div", {class: "turn-head"}, h("b", {}, `turn ${turn.index + 1}`),
             h("span", {class: `chip ${turn.passed ? "ok" : "bad"}`}, turn.passed ? "passed" : `failed: ${turn.reason || "?"}`),
-            h("span", {class: "muted"}, `${turn.sampled_tokens} tokens`)),
+            turn.sampled_tokens ? h("span", {class: "muted"}, `${turn.sampled_tokens} tokens`) : null),
           h("div", {class: "label"}, "answer"), h("pre", {class: "answer"}, turn.completion),
           turn.feedback ? [h("div", {class: "label"}, "grader feedback"), h("pre", {class: "feedback"}, turn.feedback)] : null))
           : emptyState("This episode has no turns recorded."));
@@ -105,6 +105,7 @@ export function mount(container, route, ui) {
     }
   }
 
+  ui.live("idle", "episodes as of opening");
   load();
   return {stop: () => { stopped = true; }};
 }
