@@ -11,15 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from services.grader.backends.rocq import RocqBackend  # noqa: E402
-from services.grader.pipeline import grade, shutdown  # noqa: E402
 from shared.factory import RUNG_NAMES  # noqa: E402
+from shared.factory.build import grade_all  # noqa: E402
 from shared.factory.calibrate import sample  # noqa: E402
 from shared.factory.render_rocq import fence  # noqa: E402
 from shared.tasks import dataset_dir, load_tasks  # noqa: E402
@@ -28,11 +27,8 @@ from shared.tasks import dataset_dir, load_tasks  # noqa: E402
 def regrade_pool(tasks, jobs: int) -> tuple[list[bool], float]:
     """The build's path: `grade()` on `jobs` threads sharing warm sessions; no verdict cache."""
     start = time.monotonic()
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        passed = [v.passed for v in pool.map(lambda t: grade(t, fence(t.gold), use_cache=False), tasks)]
-    elapsed = time.monotonic() - start
-    shutdown()
-    return passed, elapsed
+    passed = [v.passed for v in grade_all([(t, fence(t.gold)) for t in tasks], jobs)]
+    return passed, time.monotonic() - start
 
 
 def regrade_fresh_sequential(tasks) -> tuple[list[bool], float]:

@@ -36,19 +36,29 @@ def checker_available(lang: str) -> bool:
     return shutil.which(binary) is not None
 
 
+def grade_all(jobs_list: list[tuple[Task, str]], workers: int) -> list:
+    """`grade()` every (task, answer) on `workers` threads (the work runs in checker
+    subprocesses, so threads suffice and share warm sessions). No verdict cache: a certificate
+    or a calibration figure always comes from a checker run made now."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from services.grader.pipeline import grade, shutdown
+
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="certify") as pool:
+            return list(pool.map(lambda job: grade(job[0], job[1], use_cache=False), jobs_list))
+    finally:
+        shutdown()
+
+
 def certify(tasks: list[Task], jobs: int) -> tuple[list[Task], list[tuple[str, str]], str]:
     """Grade every gold (fenced as a model would answer); return the certified tasks, the
     rejected ids with their feedback, and the checker version."""
-    from services.grader.pipeline import get_backend, backend_key, shutdown
-    from services.grader.pool import LocalPool
-
     if not tasks:
         return [], [], ""
     r = renderer(tasks[0].lang)
-    with LocalPool(workers=jobs) as pool:
-        verdicts = pool.grade_many([(t, r.fence(t.gold)) for t in tasks])
-    version = get_backend(backend_key(tasks[0])).version()
-    shutdown()
+    verdicts = grade_all([(t, r.fence(t.gold)) for t in tasks], jobs)
+    version = next((v.backend_version for v in verdicts if v.passed), verdicts[0].backend_version)
     kept = [t.model_copy(update={"certified": version}) for t, v in zip(tasks, verdicts) if v.passed]
     rejected = [(t.id, v.feedback) for t, v in zip(tasks, verdicts) if not v.passed]
     return kept, rejected, version

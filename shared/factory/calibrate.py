@@ -51,8 +51,7 @@ def sample(tasks: list[Task], per_family: int | None) -> list[Task]:
 
 
 def calibrate(tasks: list[Task], jobs: int = 2) -> list[Row]:
-    from services.grader.pipeline import shutdown
-    from services.grader.pool import LocalPool
+    from shared.factory.build import grade_all
 
     if not tasks:
         raise ValueError("nothing to calibrate: no tasks given")
@@ -61,9 +60,7 @@ def calibrate(tasks: list[Task], jobs: int = 2) -> list[Row]:
     fence = renderer(lang).fence
     jobs_list = [(t, name, block) for t in tasks for name, make in strategies
                  if (block := make(t)) is not None]
-    with LocalPool(workers=jobs) as pool:
-        verdicts = pool.grade_many([(t, fence(block)) for t, _, block in jobs_list])
-    shutdown()
+    verdicts = grade_all([(t, fence(block)) for t, _, block in jobs_list], jobs)
     passed = {(t.id, name): v.passed for (t, name, _), v in zip(jobs_list, verdicts)}
     rows = []
     for fam in dict.fromkeys(t.family for t in tasks):
