@@ -54,9 +54,12 @@ RESULTS_PLUGIN = "verirl_results"
 
 # A pytest plugin that reports every test's outcome as one JSON line framed by a nonce. The nonce
 # arrives on file descriptor 4 (never in the environment, where /proc/<pid>/environ would show it
-# to the code under test) and fd 4 is closed before any test runs.
+# to the code under test), fd 4 is closed before any test runs, and the process makes itself
+# non-dumpable. Code that runs inside the test process itself can still find the nonce: that is
+# the trust boundary of every pytest-based harness, SWE-bench's included (docs/terminal_swe.md).
 PLUGIN_SOURCE = '''\
 """Report each test id's outcome as one nonce-framed JSON line on the original stdout."""
+import ctypes
 import json
 import os
 
@@ -65,6 +68,8 @@ try:
     os.close(4)
 except OSError:
     _NONCE = ""
+# Not dumpable: a program the tests start (same uid) cannot read the nonce out of /proc/<pid>/mem.
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
 _OUT = os.dup(1)
 _outcomes = {}
 
