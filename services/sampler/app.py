@@ -112,7 +112,8 @@ def create_app(engine: Engine) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError):
         errors = exc.errors()
-        param = ".".join(str(part) for part in errors[0]["loc"][1:]) if errors and errors[0]["loc"][1:] else None
+        where = errors[0]["loc"][1:] if errors else ()
+        param = where[0] if where and isinstance(where[0], str) else None
         message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors) or str(exc)
         return error_response(message, HTTPStatus.BAD_REQUEST, HTTPStatus.BAD_REQUEST.phrase, param)
 
