@@ -187,7 +187,10 @@ class VenvPool:
     """`size` slots under `root`, shared safely by threads and by processes on one host."""
 
     def __init__(self, root: Path, size: int, *, sandbox: Sandbox | None = None,
-                 base_python: str | None = None, lease_timeout_s: float = 300.0):
+                 base_python: str | None = None, lease_timeout_s: float = 300.0,
+                 harness_root: Path | None = None):
+        """`harness_root` (default: `root`) is where the shared harness dir is built or found;
+        pools that share it build pytest's copy only once."""
         if size < 1:
             raise ValueError("a venv pool needs at least one slot")
         self.root = Path(root).resolve()
@@ -206,6 +209,7 @@ class VenvPool:
         self._holders: dict[int, str] = {}
         self._records: deque[LeaseRecord] = deque(maxlen=100_000)
         self._harness: Path | None = None
+        self._harness_root = Path(harness_root).resolve() if harness_root else self.root
 
     # -- public ----------------------------------------------------------------------------
 
@@ -327,14 +331,14 @@ class VenvPool:
         py = subprocess.run([self.base_python, "-c", "import sys; print('py%d.%d' % sys.version_info[:2])"],
                             check=True, capture_output=True, text=True).stdout.strip()
         plugin_tag = hashlib.sha256(PLUGIN_SOURCE.encode()).hexdigest()[:8]
-        final = self.root / f"harness-{py}-{hashlib.sha256(tag.encode()).hexdigest()[:10]}-{plugin_tag}"
+        final = self._harness_root / f"harness-{py}-{hashlib.sha256(tag.encode()).hexdigest()[:10]}-{plugin_tag}"
         if (final / MANIFEST).is_file():
             return final
-        with open(self.root / "harness.lock", "w") as lock:
+        with open(self._harness_root / "harness.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if (final / MANIFEST).is_file():
                 return final
-            tmp = self.root / f".harness.build-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            tmp = self._harness_root / f".harness.build-{os.getpid()}-{uuid.uuid4().hex[:8]}"
             try:
                 site = tmp / "site"
                 site.mkdir(parents=True)
