@@ -5,7 +5,7 @@ import httpx
 import pytest
 
 from tests.sampler.conftest import SERVED_NAME, make_adapter
-from tests.sampler.test_sampling import PROMPT, assert_logprobs_match, extra, token_ids_of
+from tests.sampler.helpers import PROMPT, assert_logprobs_match, extra, token_ids_of
 
 
 def sample(client, model, prompt_ids):

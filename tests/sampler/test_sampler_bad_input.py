@@ -10,7 +10,7 @@ import openai
 import pytest
 
 from tests.sampler.conftest import CONTEXT, SERVED_NAME
-from tests.sampler.test_sampling import PROMPT
+from tests.sampler.helpers import PROMPT
 
 
 def error_of(response: httpx.Response, status: int) -> dict:
