@@ -17,14 +17,15 @@ class SamplerError(RuntimeError):
     """The sampler answered with an error (its message included)."""
 
 
-def _check(response: httpx.Response) -> dict:
+def _check(response: httpx.Response) -> httpx.Response:
+    """The response if it succeeded (vLLM answers adapter loads in plain text, so no JSON here)."""
     if response.status_code >= 400:
         try:
             message = response.json()["error"]["message"]
         except (ValueError, KeyError, TypeError):
             message = response.text[:500]
         raise SamplerError(f"sampler {response.request.url.path}: HTTP {response.status_code}: {message}")
-    return response.json()
+    return response
 
 
 class OpenAISampler:
@@ -34,10 +35,6 @@ class OpenAISampler:
     def __init__(self, url: str, timeout_s: float = 600.0):
         self.url = url.rstrip("/")
         self.timeout = httpx.Timeout(timeout_s, connect=10.0)
-
-    def base_model(self) -> str:
-        """The id of the model the server serves (the first of `/v1/models`)."""
-        return _check(httpx.get(f"{self.url}/v1/models", timeout=self.timeout))["data"][0]["id"]
 
     def load_adapter(self, name: str, path: str) -> None:
         _check(httpx.post(f"{self.url}/v1/load_lora_adapter",
@@ -52,7 +49,7 @@ class OpenAISampler:
             "max_tokens": max_tokens, "logprobs": 0, "return_token_ids": True,
         }
         async with httpx.AsyncClient(timeout=self.timeout) as client:
-            data = _check(await client.post(f"{self.url}/v1/completions", json=body))
+            data = _check(await client.post(f"{self.url}/v1/completions", json=body)).json()
         choices = sorted(data["choices"], key=lambda c: c["index"])
         return [
             Sample(c["token_ids"], [float(x) for x in c["logprobs"]["token_logprobs"]], c["text"], c.get("finish_reason"))
