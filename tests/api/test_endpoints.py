@@ -9,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from shared.clients import APIClient, APIError, grade_item
+from shared.clients import APIClient, grade_item
 from shared.metrics import pass_at_k
 from tests.api.conftest import AUTH, TOKEN, Stack, count, fenced, rocq_task
 

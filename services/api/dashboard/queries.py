@@ -41,6 +41,11 @@ def aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def stamp(moment: datetime | None) -> str | None:
+    """Times go out as ISO 8601 strings in UTC; the views answer with plain JSON (no encoder pass)."""
+    return None if moment is None else aware(moment).astimezone(UTC).isoformat()
+
+
 def since(cursor: datetime | None) -> datetime | None:
     # In UTC: SQLite compares the stored UTC text, whatever zone the cursor was written in.
     return None if cursor is None else aware(cursor).astimezone(UTC) - OVERLAP
@@ -64,7 +69,7 @@ def phase_label(config: dict[str, Any], phase: str) -> str:
 def run_record(run: Run, with_config: bool) -> dict[str, Any]:
     record = {"id": run.id, "name": run.name, "status": run.status, "phase": run.phase,
               "phase_label": phase_label(run.config, run.phase), "tags": run.tags, "version": run.version,
-              "created_at": aware(run.created_at), "updated_at": aware(run.updated_at)}
+              "created_at": stamp(run.created_at), "updated_at": stamp(run.updated_at)}
     if with_config:
         record["config"] = run.config
     return record
@@ -104,29 +109,33 @@ def runs_overview(session: Session, changed_after: datetime | None) -> dict[str,
               "latest_eval": latest_eval.get(r.id)} for r in runs]
     cursor = now if runs or changed_after is None else changed_after
     every = list(session.scalars(select(Run).where(Run.status.in_(("created", "running")))))
-    return {"items": items, "cursor": cursor, "complete": changed_after is None, "poll_s": poll_interval(every)}
+    return {"items": items, "cursor": stamp(cursor), "complete": changed_after is None, "poll_s": poll_interval(every)}
 
 
 # ---------------------------------------------------------------------------------------------
 # One run
 
 def run_summary(session: Session, run: Run, ks: list[int], since_version: int | None,
-                changed_after: datetime | None) -> dict[str, Any]:
+                changed_after: datetime | None, compact: bool = False) -> dict[str, Any]:
     """Everything the run page draws, or only what changed since the client's cursors.
 
     Without cursors: the whole history. With `since_version` equal to the run's version: nothing
     but the cursors back. Otherwise: iteration rows and eval points (recomputed whole, over all of
-    their tasks) touched after `changed_after`, minus the overlap window."""
+    their tasks) touched after `changed_after`, minus the overlap window, and the run's phases
+    (always whole: a handful of ranges). `compact` leaves out what a comparison does not draw:
+    iteration rows and the per-family breakdown of each eval point."""
     now = datetime.now(UTC)
     base = {"run_id": run.id, "version": run.version, "ks": ks, "poll_s": poll_interval([run])}
     if since_version is not None and since_version == run.version:
-        return {**base, "unchanged": True, "cursor": changed_after}
+        return {**base, "unchanged": True, "cursor": stamp(changed_after)}
     after = since(changed_after)
 
-    query = select(IterationMetric).where(IterationMetric.run_id == run.id).order_by(IterationMetric.iteration)
-    if after is not None:
-        query = query.where(IterationMetric.created_at > after)
-    metric_rows = list(session.scalars(query))
+    metric_rows = []
+    if not compact:
+        query = select(IterationMetric).where(IterationMetric.run_id == run.id).order_by(IterationMetric.iteration)
+        if after is not None:
+            query = query.where(IterationMetric.created_at > after)
+        metric_rows = list(session.scalars(query))
     iterations = [{"iteration": m.iteration, **{k: m.metrics[k] for k in ITERATION_FIELDS if k in m.metrics}}
                   for m in metric_rows]
 
@@ -134,18 +143,38 @@ def run_summary(session: Session, run: Run, ks: list[int], since_version: int | 
     if after is not None:
         touched = touched.where(HeldoutEval.created_at > after)
     eval_rows = session.execute(
-        select(HeldoutEval.iteration, HeldoutEval.task_id, HeldoutEval.family, HeldoutEval.n,
-               HeldoutEval.passed_by_turn, HeldoutEval.created_at)
+        select(HeldoutEval.iteration, HeldoutEval.task_id, HeldoutEval.family, HeldoutEval.n, HeldoutEval.passed_by_turn)
         .where(HeldoutEval.run_id == run.id, HeldoutEval.iteration.in_(touched))
         .order_by(HeldoutEval.iteration)).all()
     evals = []
     for iteration, group in groupby(eval_rows, key=lambda row: row.iteration):
         point = rollup([TaskEval(r.task_id, r.family, r.n, r.passed_by_turn) for r in group], ks)
+        if compact:
+            del point["families"]
         evals.append({"iteration": iteration, **point})
 
     cursor = now if metric_rows or eval_rows or changed_after is None else changed_after
-    return {**base, "unchanged": False, "complete": after is None, "cursor": cursor,
-            "run": run_record(run, with_config=True), "iterations": iterations, "evals": evals}
+    return {**base, "unchanged": False, "complete": after is None, "cursor": stamp(cursor),
+            "run": run_record(run, with_config=not compact), "phases": phases(session, run.id),
+            "iterations": iterations, "evals": evals}
+
+
+def phases(session: Session, run_id: int) -> list[dict[str, Any]]:
+    """Contiguous ranges of iterations in one curriculum phase, from the `phase` (and
+    `phase_tasks`) the trainer records with each iteration: [{from, to, phase, label}]."""
+    rows = session.execute(select(IterationMetric.iteration, IterationMetric.metrics["phase"],
+                                  IterationMetric.metrics["phase_tasks"])
+                           .where(IterationMetric.run_id == run_id).order_by(IterationMetric.iteration)).all()
+    ranges: list[dict[str, Any]] = []
+    for iteration, phase, tasks in rows:
+        if phase is None:
+            continue
+        label = f"phase {phase} · {tasks}" if tasks else f"phase {phase}"
+        if ranges and ranges[-1]["label"] == label:
+            ranges[-1]["to"] = iteration
+        else:
+            ranges.append({"from": iteration, "to": iteration, "phase": phase, "label": label})
+    return ranges
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,6 +25,3 @@ def bump_run(session: Session, run_id: int) -> int:
                            .values(version=Run.version + 1, updated_at=utcnow())
                            .returning(Run.version)).scalar_one()
 
-
-def run_version(session: Session, run_id: int) -> int:
-    return session.scalar(select(Run.version).where(Run.id == run_id))

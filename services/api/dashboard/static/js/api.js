@@ -62,13 +62,16 @@ export class Poller {
 /** One run's data as the dashboard holds it: iterations and eval points keyed by iteration,
  * merged from deltas of GET /api/dashboard/runs/{id}/summary. */
 export class RunFeed {
-  constructor(runId, ks = [1, 4, 8]) {
-    Object.assign(this, {runId, ks, version: null, cursor: null, etag: null, run: null, pollS: 5,
-                         iterations: new Map(), evals: new Map(), loaded: false});
+  /** `compact`: only what a comparison draws (no iteration rows, no per-family breakdown). */
+  constructor(runId, ks = [1, 4, 8], {compact = false} = {}) {
+    Object.assign(this, {runId, ks, compact, version: null, cursor: null, etag: null, run: null, pollS: 5,
+                         iterations: new Map(), evals: new Map(), loaded: false,
+                         phases: []});  // [{from, to, phase, label}]: curriculum phases, whole
   }
 
   url() {
     const params = new URLSearchParams(this.ks.map(k => ["k", k]));
+    if (this.compact) params.set("compact", "true");
     if (this.version !== null) params.set("since_version", this.version);
     if (this.cursor) params.set("changed_after", this.cursor);
     return `/api/dashboard/runs/${this.runId}/summary?${params}`;
@@ -82,7 +85,7 @@ export class RunFeed {
     this.etag = answer.etag;
     this.pollS = body.poll_s;
     if (body.unchanged) return false;
-    Object.assign(this, {version: body.version, cursor: body.cursor, run: body.run, loaded: true});
+    Object.assign(this, {version: body.version, cursor: body.cursor, run: body.run, phases: body.phases, loaded: true});
     for (const row of body.iterations) this.iterations.set(row.iteration, row);
     for (const point of body.evals) this.evals.set(point.iteration, point);
     return true;
@@ -96,35 +99,13 @@ export class RunFeed {
     return [...this.evals.values()].sort((a, b) => a.iteration - b.iteration);
   }
 
-  /** The phase of iteration `i`: that of the last iteration record at or before it. */
+  /** The label of the phase iteration `i` falls in (an eval after the last iteration: the last). */
   phaseAt(i) {
-    let found = null;
-    for (const row of this.sortedIterations()) {
-      if (row.iteration > i) break;
-      if (row.phase !== undefined) found = row;
-    }
-    return found ? phaseName(found) : null;
-  }
-
-  /** Contiguous stretches of one phase: [{from, to, label}]. */
-  phaseBands() {
-    const bands = [];
-    for (const row of this.sortedIterations()) {
-      if (row.phase === undefined) continue;
-      const label = phaseName(row);
-      const last = bands[bands.length - 1];
-      if (last && last.label === label) last.to = row.iteration;
-      else bands.push({from: row.iteration, to: row.iteration, label});
-    }
-    return bands;
+    return this.phases.findLast(band => band.from <= i)?.label ?? null;
   }
 
   /** The pass@k values that exist (k > 1: pass@1 is the pass rate). */
   passKs() {
     return this.ks.filter(k => k > 1 && this.sortedEvals().some(p => p.pass_at_k[k] !== null && p.pass_at_k[k] !== undefined));
   }
-}
-
-function phaseName(row) {
-  return row.phase_tasks ? `phase ${row.phase} · ${row.phase_tasks}` : `phase ${row.phase}`;
 }

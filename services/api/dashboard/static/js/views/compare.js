@@ -9,7 +9,7 @@ import {emptyState, fill, h, link, pct} from "../dom.js";
 export function mount(container, route, ui) {
   const ids = (route.params.get("runs") || "").split(",").map(Number).filter(Boolean);
   const k = Number(route.params.get("k") || 4);
-  const feeds = ids.map(id => new RunFeed(id, [1, k]));
+  const feeds = ids.map(id => new RunFeed(id, [1, k], {compact: true}));
   const picker = h("div", {class: "picker"});
   const chartBox = h("div", {}), tableBox = h("div", {});
   container.append(h("section", {class: "card"},
@@ -40,7 +40,7 @@ export function mount(container, route, ui) {
     return iterations.map(iteration => ({iteration, cells: feeds.map(feed => {
       const point = feed.evals.get(iteration);
       if (!point) return null;
-      const phases = new Set(feed.phaseBands().map(band => band.label));
+      const phases = new Set(feed.phases.map(band => band.label));
       return {point, phase: phases.size > 1 ? feed.phaseAt(iteration) : null, passK: point.pass_at_k[k]};
     })}));
   }

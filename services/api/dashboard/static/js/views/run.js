@@ -50,7 +50,7 @@ export function mount(container, route, ui) {
       ...passKs.map((k, i) => ({key: `pass_at_${k}`, label: `pass@${k}`, color: COLORS[2 + i], dashed: true,
                                 points: evals.map(p => ({x: p.iteration, y: p.pass_at_k[k]}))})),
     ];
-    const chart = lineChart({id: "trajectory", series, bands: feed.phaseBands(), yMax: 1, yFormat: v => pct(v, 0),
+    const chart = lineChart({id: "trajectory", series, bands: feed.phases, yMax: 1, yFormat: v => pct(v, 0),
                              emptyText: "No held-out evals yet: they appear here as the trainer posts them.",
                              onPoint: (_, p) => ui.go(`/run/${runId}/transcripts`, {split: "heldout", iteration: p.x})});
     const table = evals.length ? h("div", {class: "scroll tall"}, h("table", {class: "evals"},
@@ -81,7 +81,7 @@ export function mount(container, route, ui) {
       h("div", {class: "card-head"}, h("h2", {}, "Training"),
         h("span", {class: dead.length ? "pill alert" : "pill", id: "dead-count"},
           `${dead.length} dead iteration${dead.length === 1 ? "" : "s"} of ${iterations.length}`)),
-      lineChart({id: "training", series, marks, bands: feed.phaseBands(), yMax: 1, yFormat: v => pct(v, 0),
+      lineChart({id: "training", series, marks, bands: feed.phases, yMax: 1, yFormat: v => pct(v, 0),
                  emptyText: "No training iterations recorded yet."}));
   }
 
@@ -117,7 +117,7 @@ export function mount(container, route, ui) {
     const mean = key => recent.reduce((sum, r) => sum + (r[key] ?? 0), 0) / (recent.length || 1);
     const total = key => iterations.reduce((sum, r) => sum + (r[key] ?? 0), 0);
     fill(sections.timings, h("h2", {}, "Timings per iteration"),
-      lineChart({id: "timings", bands: feed.phaseBands(), yFormat: v => `${+v.toFixed(1)} s`,
+      lineChart({id: "timings", bands: feed.phases, yFormat: v => `${+v.toFixed(1)} s`,
                  emptyText: "No timings recorded yet.",
                  series: present.map(([key, label], i) => ({key, label, color: COLORS[i], dots: iterations.length <= 150,
                                                             points: iterations.map(r => ({x: r.iteration, y: r[key] ?? null}))}))}),
