@@ -1,6 +1,9 @@
 """Helpers the sampler tests share."""
 from __future__ import annotations
 
+import re
+
+import httpx
 import pytest
 
 PROMPT = "Theorem add_0_r : forall n : nat, n + 0 = n.\nProof.\n"
@@ -23,3 +26,9 @@ def assert_logprobs_match(reference, prompt_ids, token_ids, logprobs, adapter=Fa
     for step, (token, logprob) in enumerate(zip(token_ids, logprobs)):
         expected = float(rows[len(prompt_ids) - 1 + step, token])
         assert logprob == pytest.approx(expected, abs=TOLERANCE), f"step {step}"
+
+
+def metric(server: str, name: str) -> float:
+    """The current value of the sampler's Prometheus metric `verirl_sampler_<name>`."""
+    text = httpx.get(f"{server}/metrics").text
+    return float(re.search(rf"^verirl_sampler_{name} (\S+)$", text, re.M).group(1))

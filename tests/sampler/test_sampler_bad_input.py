@@ -2,7 +2,6 @@
 batching loop."""
 from __future__ import annotations
 
-import re
 import time
 
 import httpx
@@ -10,7 +9,7 @@ import openai
 import pytest
 
 from tests.sampler.conftest import CONTEXT, SERVED_NAME
-from tests.sampler.helpers import PROMPT
+from tests.sampler.helpers import PROMPT, metric
 
 
 def error_of(response: httpx.Response, status: int) -> dict:
@@ -80,11 +79,6 @@ def test_chat_top_logprobs_without_logprobs_is_400(server):
 
 def test_unknown_route_is_404_in_the_same_shape(server):
     error_of(httpx.get(f"{server}/v1/nothing-here"), 404)
-
-
-def metric(server: str, name: str) -> float:
-    text = httpx.get(f"{server}/metrics").text
-    return float(re.search(rf"^verirl_sampler_{name} (\S+)$", text, re.M).group(1))
 
 
 def test_a_client_that_disconnects_has_its_sequences_cancelled(server, client):

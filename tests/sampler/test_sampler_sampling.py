@@ -3,9 +3,12 @@ logprobs the trainer's importance weights depend on."""
 from __future__ import annotations
 
 import concurrent.futures
+import time
+
+import httpx
 
 from tests.sampler.conftest import SERVED_NAME
-from tests.sampler.helpers import PROMPT, assert_logprobs_match, extra, token_ids_of
+from tests.sampler.helpers import PROMPT, assert_logprobs_match, extra, metric, token_ids_of
 
 def test_models_lists_the_base_model(client):
     models = client.models.list()
@@ -153,3 +156,20 @@ def test_a_batch_of_prompts_gives_n_choices_per_prompt(client, tokenizer):
     assert [c.index for c in out.choices] == list(range(6))
     assert [extra(c, "prompt_token_ids") for c in out.choices[::2]] == [tokenizer(p).input_ids for p in prompts]
     assert out.usage.prompt_tokens == sum(len(tokenizer(p).input_ids) for p in prompts)
+
+
+def test_a_request_joins_a_running_batch_and_finishes_first(client, server, tokenizer, reference):
+    long_body = {"model": SERVED_NAME, "prompt": PROMPT, "max_tokens": 200, "ignore_eos": True}
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        long_job = pool.submit(httpx.post, f"{server}/v1/completions", json=long_body, timeout=120)
+        while not metric(server, "running_sequences"):
+            assert not long_job.done(), long_job.result().text
+            time.sleep(0.01)
+        short_prompt = tokenizer("Lemma joined : True.").input_ids  # another length than the running one
+        short = client.completions.create(model=SERVED_NAME, prompt=short_prompt, max_tokens=3, seed=4,
+                                          logprobs=0, extra_body={"ignore_eos": True,
+                                                                  "return_tokens_as_token_ids": True})
+        assert not long_job.done(), "the short request should not wait for the running batch to finish"
+        assert long_job.result().status_code == 200
+    assert_logprobs_match(reference, short_prompt, token_ids_of(short.choices[0]),
+                          short.choices[0].logprobs.token_logprobs)
