@@ -51,6 +51,17 @@ def test_summary_carries_iteration_metrics_phases_and_config(seeded):
     assert full["iterations"][2]["dead"] is True
     assert full["run"]["config"]["phases"][1]["tasks"] == "m1"
     assert full["run"]["phase_label"] == "1 · m1"
+    assert full["phases"] == [{"from": 0, "to": 2, "phase": 0, "label": "phase 0 · m0"},
+                              {"from": 3, "to": 9, "phase": 1, "label": "phase 1 · m1"}]
+
+
+def test_compact_summary_is_what_a_comparison_draws(seeded):
+    api, runs = seeded
+    full = summary(api, runs["warm"])
+    compact = summary(api, runs["warm"], compact="true")
+    assert compact["iterations"] == [] and "config" not in compact["run"]
+    assert compact["phases"] == full["phases"]
+    assert compact["evals"] == [{k: v for k, v in p.items() if k != "families"} for p in full["evals"]]
 
 
 def test_summary_at_the_current_version_is_unchanged(seeded):
