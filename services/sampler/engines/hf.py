@@ -25,6 +25,7 @@ import logging
 import queue
 import random
 import threading
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,6 +125,7 @@ class HFEngine(Engine):
         self._active: str | None = None
         self._slots = itertools.count(1)
         self._adapters: dict[str, tuple[str, str]] = {}  # name -> (slot, path)
+        self._adapter_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._groups: dict[str | None, _Group] = {}
         self._controls: list[_Control] = []
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
@@ -152,6 +154,10 @@ class HFEngine(Engine):
             raise
 
     async def load_adapter(self, name, path, load_inplace=False):
+        async with self._adapter_locks[name]:  # one change per name at a time, as in vLLM
+            await self._load_adapter(name, path, load_inplace)
+
+    async def _load_adapter(self, name, path, load_inplace):
         if name in self._adapters and not load_inplace:
             raise EngineError(
                 f"The lora adapter '{name}' has already been loaded. If you want to load the "
@@ -172,11 +178,12 @@ class HFEngine(Engine):
         self._adapters[name] = (slot, str(path))
 
     async def unload_adapter(self, name):
-        if name not in self._adapters:
-            raise NotFound(f"The lora adapter '{name}' cannot be found.")
-        slot, _ = self._adapters.pop(name)
-        # New requests for `name` now fail; the weights go once its running sequences finish.
-        self._inbox.put(("control", _Control("delete", slot, None, None, None)))
+        async with self._adapter_locks[name]:
+            if name not in self._adapters:
+                raise NotFound(f"The lora adapter '{name}' cannot be found.")
+            slot, _ = self._adapters.pop(name)
+            # New requests for `name` now fail; the weights go once its running sequences finish.
+            self._inbox.put(("control", _Control("delete", slot, None, None, None)))
 
     def adapters(self):
         return {name: path for name, (_, path) in self._adapters.items()}
