@@ -272,7 +272,8 @@ def step_signals(command: str, exit_code: int | None, stderr: str, timed_out: bo
         signals.append("outside_write")
     if timed_out:
         signals.append("timeout")
-    if limit == "resource" or "Resource temporarily unavailable" in stderr or "No space left" in stderr:
+    if limit == "resource" or any(m in stderr for m in ("Resource temporarily unavailable", "No space left",
+                                                         "File size limit exceeded")):
         signals.append("resource")
     return signals
 
@@ -346,8 +347,8 @@ class TerminalSession:
         if command.strip() in FINISH_WORDS:
             self.finished = True
             return self._record(command.strip(), Observation(exit_code=0, finished=True, note="episode finished"))
-        if "\0" in command:
-            return self._record(command[:200], Observation(note="the command contains a NUL byte"))
+        if "\0" in command or _not_utf8(command):
+            return self._record(command[:200], Observation(note="the command contains a NUL byte or invalid text"))
         limit = min(self.spec.command_timeout_s, self.spec.agent_timeout_s - self.agent_time_s)
         start = time.monotonic()
         obs = self._turn(command, limit)
@@ -472,6 +473,14 @@ def tests_verdict(run: ScratchRun, preface: str, steps: list[StepVerdict] | None
         detail += "\n" + _failure_excerpt(run.result.stdout, run.nonce)
     return Verdict(passed=passed, reason=Reason.ok if passed else Reason.tests_failed, steps=steps,
                    feedback=trim_feedback(preface + detail, _limit()))
+
+
+def _not_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _limit() -> int:

@@ -90,3 +90,8 @@ def test_hostile_patches_are_contained(pool, body, reasons, says):
     verdict = SWEBackend(pool).check(task, replace_body(body))
     assert not verdict.passed and verdict.reason in reasons, verdict.feedback
     assert says in verdict.feedback and verdict.feedback
+
+
+def test_invalid_text_is_bad_format(pool):
+    verdict = SWEBackend(pool).check(load_task(TASK), replace_body("return '\udc80'"))
+    assert verdict.reason == Reason.bad_format

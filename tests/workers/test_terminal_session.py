@@ -80,3 +80,9 @@ def test_command_timeout_is_a_signal_and_keeps_earlier_files(pool):
 def test_open_session_from_task(pool):
     session = open_session(load_task(TASK))
     assert session.step("ls logs").stdout.split() == ["app.log", "worker.log"]
+
+
+@pytest.mark.parametrize("command", ["echo a\0b", "echo \udc80"])
+def test_unrunnable_text_is_an_observation_not_an_error(session, command):
+    obs = session.step(command)
+    assert obs.exit_code is None and "invalid text" in obs.text() and not obs.step.ok

@@ -157,6 +157,10 @@ class SWEBackend(Backend):
             check_paths(diff_paths(patch), protected)
         except DiffRejected as exc:
             return Verdict(passed=False, reason=Reason.forbidden, feedback=str(exc))
+        try:
+            patch.encode("utf-8")
+        except UnicodeEncodeError:
+            return Verdict(passed=False, reason=Reason.bad_format, feedback="the diff is not valid UTF-8 text")
         if "\0" in patch:
             return Verdict(passed=False, reason=Reason.bad_format, feedback="the diff contains a NUL byte")
         try:
