@@ -32,7 +32,7 @@ class CeleryDispatcher:
         from services.grader.worker import QUEUES
 
         with self.app.connection_for_write() as connection:
-            connection.ensure_connection(max_retries=1, timeout=2)
+            connection.ensure_connection(max_retries=0, timeout=2)
             channel = connection.default_channel
             depth = {}
             for queue in QUEUES:

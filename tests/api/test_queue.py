@@ -118,3 +118,29 @@ def _worker_of(engine, job_id: str) -> str | None:
 def _status(engine, job_id: str) -> str:
     with engine.connect() as connection:
         return connection.execute(text("SELECT status FROM grade_jobs WHERE id = :id"), {"id": job_id}).scalar_one()
+
+
+def test_with_the_broker_down_a_grade_is_refused_kept_and_sent_when_repeated(api, engine, database_url, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from services.api.app import create_app
+    from shared.settings import Settings
+    from tests.api.conftest import AUTH, free_port
+
+    down = Settings(database_url=database_url, broker_url=f"redis://127.0.0.1:{free_port()}/0", api_token=TOKEN,
+                    data_dir=tmp_path / "none", db_upgrade_on_start=False)
+    task = rocq_task("test/broker_down/0001")
+    body = {"task": task.model_dump(mode="json"), "answer": fenced("reflexivity."), "timeout_s": 0}
+    with TestClient(create_app(down)) as client:
+        health = client.get("/health")
+        refused = client.post("/grade", json=body, headers=AUTH)
+    assert health.status_code == 503 and not health.json()["queue"]["ok"]
+    assert refused.status_code == 503 and "grading queue unavailable" in refused.json()["detail"]
+    job_id = job_key(task, body["answer"], "whole")["id"]
+    assert count(engine, "grade_jobs", f"id = '{job_id}' AND status = 'queued' AND enqueued_at IS NULL") == 1
+
+    with transaction(engine) as session:  # as if the failed request was a while ago
+        session.execute(text("UPDATE grade_jobs SET created_at = created_at - interval '1 minute' WHERE id = :id"),
+                        {"id": job_id})
+    repeated = api.grade(task, body["answer"], timeout_s=60)
+    assert repeated.id == job_id and repeated.status == "done" and repeated.verdict.passed
