@@ -107,8 +107,8 @@ def main() -> None:
             process.terminate()
             process.wait(timeout=30)
     print(f"{args.requests} requests x {args.max_tokens} tokens, {args.threads} torch thread(s)")
-    print(f"model.generate, one request at a time: {plain:8.1f} tokens/s")
-    print(f"sampler service, {args.requests} concurrent:       {ours:8.1f} tokens/s")
+    print(f"{'model.generate, one request at a time:':42} {plain:8.1f} tokens/s")
+    print(f"{f'sampler service, {args.requests} concurrent requests:':42} {ours:8.1f} tokens/s")
     print(f"ratio: {ours / plain:.1f}x")
 
 
