@@ -70,8 +70,14 @@ turn)
         trap '"'"'pwd >"$s/cwd"; export -p | grep -v "^declare -[a-zA-Z]*r" >"$s/env"'"'"' EXIT
         eval "$3"' verirl "$base/.session" "$base/work" "$1" "$base/.obs" \
         </dev/null >.obs/out 2>.obs/timeout 3>&-
-    echo $? >.obs/rc
-    for f in out err; do stat -c %s .obs/$f >.obs/$f.size; truncate -s "<$3" .obs/$f; done
+    rc=$?
+    # Truncate before writing anything else: a flood of output may have filled /tmp.
+    sizes=$(stat -c %s .obs/out .obs/err)
+    truncate -s "<$3" .obs/out .obs/err
+    echo $rc >.obs/rc
+    set -- $sizes
+    echo "$1" >.obs/out.size
+    echo "$2" >.obs/err.size
     printf %s "$nonce"
     tar -cf - work .session .obs | base64 -w0
     printf %s "$nonce"

@@ -27,7 +27,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import importlib.metadata as metadata
-import json
 import logging
 import os
 import shutil

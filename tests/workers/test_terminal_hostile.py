@@ -79,6 +79,12 @@ def test_filling_the_disk_hits_the_work_dir_cap(pool):
     assert after.stdout.strip() == "ok"
 
 
+def test_an_output_flood_is_cut_and_reported(pool):
+    obs = session(pool, command_timeout_s=3).step("yes; echo unreachable")
+    assert obs.truncated and obs.exit_code is not None and obs.stdout.startswith("y\ny\n")
+    assert len(obs.stdout) <= 4096 and "unreachable" not in obs.stdout
+
+
 @pytest.mark.parametrize("command", ["kill -9 -1", "kill -9 $PPID; sleep 1"])
 def test_killing_the_parent_is_contained(pool, command):
     s = session(pool)
