@@ -115,9 +115,11 @@ class VLLMEngine(Engine):
             )
         if not (Path(path) / "adapter_config.json").is_file():
             raise NotFound(f"Loading lora {name} failed: No adapter found for {path}")
-        lora_id = self._loras[name].lora_int_id if name in self._loras else next(self._lora_ids)
-        request = LoRARequest(lora_name=name, lora_int_id=lora_id, lora_path=str(path), load_inplace=load_inplace)
+        # A fresh id for every load, so an in-place reload is never answered from vLLM's adapter cache.
+        request = LoRARequest(lora_name=name, lora_int_id=next(self._lora_ids), lora_path=str(path))
         await self._engine.add_lora(request)
+        if name in self._loras:
+            await self._engine.remove_lora(self._loras[name].lora_int_id)
         self._loras[name] = request
 
     async def unload_adapter(self, name):
