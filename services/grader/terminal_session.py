@@ -1,9 +1,9 @@
 """Terminal episodes: the model's command blocks run one per turn in a sandbox, files persist
 between turns, and after the episode the task's hidden tests decide.
 
-The work dir never lives on the host's disk. Each sandboxed run gets a private, size-capped tmpfs
-as /tmp; the episode's files travel in as a tar on stdin and out as a base64 tar on stdout, framed
-by a nonce. So a command can fill at most its own tmpfs, can write nothing the host keeps except
+The work dir never lives on the host's disk. Each sandboxed run gets private, size-capped tmpfs
+mounts as /tmp and /tmp/work; the episode's files travel in as a tar on stdin and out as a base64
+tar on stdout, framed by a nonce. So a command can fill at most its own tmpfs, can write nothing the host keeps except
 through that stream, and the host never unpacks what a command produced (it only reads the
 observation members of the tar in memory; unpacking happens inside the next sandbox).
 
@@ -200,7 +200,7 @@ def pack(files: dict[str, bytes], dirs: tuple[str, ...] = ("work", ".session")) 
     return buf.getvalue()
 
 
-def test_outcomes(run: ScratchRun) -> dict[str, str] | None:
+def reported_outcomes(run: ScratchRun) -> dict[str, str] | None:
     """Test id -> outcome from the results plugin, or None if it reported nothing."""
     for payload in reversed(run.payloads()):
         try:
@@ -256,10 +256,10 @@ class TerminalSpec:
 
 
 DESTRUCTIVE = re.compile(
-    r"\brm\s+(-[a-zA-Z]*[rRf][a-zA-Z]*\s+)+|\b(chmod|chown|chgrp)\s+(-[a-zA-Z]*\s+)*-[a-zA-Z]*R|"
+    r"\brm\s+(-\S+\s+)*(-[a-zA-Z]*[rR][a-zA-Z]*|--recursive)\b|\b(chmod|chown|chgrp)\s+(-[a-zA-Z]*\s+)*-[a-zA-Z]*R|"
     r"\bmkfs\b|\bdd\s+.*\bof=|\bshred\b|\bfind\b.*\s-delete\b|\bkill(all)?\s+(-\S+\s+)*-1\b|"
     r":\(\)\s*\{|\btruncate\s+-s\s*0\b|>\s*/dev/[sh]d[a-z]")
-# A write (redirect, tee, touch, mkdir, cp/mv target) to an absolute path outside the scratch dir.
+# A write (redirect, tee, touch, mkdir) to an absolute path outside the scratch dir.
 OUTSIDE_WRITE = re.compile(r"(?:>>?|\btee\s+(?:-a\s+)?|\btouch\s+|\bmkdir\s+(?:-p\s+)?)\s*"
                            r"(/(?!tmp(/|\s|$)|dev/(null|stdout|stderr)\b)[^\s;|&)]*)")
 
@@ -317,8 +317,8 @@ class TerminalSession:
     """One episode of one terminal task. Stateful: create, `act`/`step` until `done`, then
     `finish()` once for the verdict; discard afterwards. One caller at a time.
 
-    Creating it runs the task's setup.sh (RuntimeError if that fails: a broken task, not a bad
-    answer)."""
+    It starts from the work dir the task's setup.sh leaves (RuntimeError if setup fails: a broken
+    task, not a bad answer)."""
 
     spec: TerminalSpec
     pool: VenvPool | None = None
@@ -453,7 +453,7 @@ def tests_verdict(run: ScratchRun, preface: str, steps: list[StepVerdict] | None
     Without `required`, every reported test must pass, xfail or skip. With it (SWE), `required`
     maps a group name to (test ids, accepted outcomes); an id that did not run fails, as in
     SWE-bench."""
-    outcomes = test_outcomes(run)
+    outcomes = reported_outcomes(run)
     if outcomes is None:
         res = run.result
         if res.timed_out:
