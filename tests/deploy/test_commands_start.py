@@ -41,7 +41,7 @@ def prestart(services, places):
     """compose's prestart command; the API image installs docker/prestart.sh under that name."""
     assert services["prestart"]["command"] == ["verirl-prestart"]
     dockerfile = (ROOT / "services/api/Dockerfile").read_text()
-    assert "COPY docker/prestart.sh /usr/local/bin/verirl-prestart" in dockerfile
+    assert "COPY --chmod=0755 docker/prestart.sh /usr/local/bin/verirl-prestart" in dockerfile
     return subprocess.run(["sh", str(ROOT / "docker/prestart.sh")], env=places.environment(services["prestart"]["environment"]),
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
 

@@ -85,6 +85,8 @@ def test_each_queue_has_a_worker_with_resource_limits(stack, name):
     assert limits["cpus"] and limits["memory"] and limits["pids"]
     assert service["cap_drop"] == ["ALL"] and service["read_only"] is True
     assert "no-new-privileges:true" in service["security_opt"]
+    # Docker mounts a tmpfs noexec unless told otherwise; task scripts and test venvs run there.
+    assert all("exec" in mount.split(":", 1)[1].split(",") for mount in service["tmpfs"])
     for dependency in ("postgres", "redis"):
         assert service["depends_on"][dependency]["condition"] == "service_healthy"
 
