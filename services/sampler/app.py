@@ -186,6 +186,7 @@ def create_app(engine: Engine) -> FastAPI:
     @with_cancellation
     async def completions(body: CompletionRequest, raw_request: Request):
         adapter = _resolve_model(engine, body)
+        _refuse_unsupported(body)
         prompts = _completion_prompts(engine, body)
         params = [_sampling_params(engine, body, len(ids), body.max_tokens, body.logprobs) for ids in prompts]
         results = await asyncio.gather(*(engine.generate(ids, p, adapter) for ids, p in zip(prompts, params)))
@@ -214,6 +215,7 @@ def create_app(engine: Engine) -> FastAPI:
     @with_cancellation
     async def chat_completions(body: ChatCompletionRequest, raw_request: Request):
         adapter = _resolve_model(engine, body)
+        _refuse_unsupported(body)
         if body.top_logprobs and not body.logprobs:
             raise EngineError("when using `top_logprobs`, `logprobs` must be set to true.", param="top_logprobs")
         prompt_ids = _chat_prompt(engine, body)
@@ -248,13 +250,16 @@ def create_app(engine: Engine) -> FastAPI:
 
 def _resolve_model(engine: Engine, body: SamplingFields) -> str | None:
     """The adapter a request addresses (None for the base model); 404 for an unknown name."""
-    if unsupported := body.unsupported():
-        raise EngineError(f"`{unsupported}` is not supported by this server.", param=unsupported)
     if not body.model or body.model == engine.model_name:
         return None
     if body.model in engine.adapters():
         return body.model
     raise NotFound(f"The model `{body.model}` does not exist.", param="model")
+
+
+def _refuse_unsupported(body: SamplingFields) -> None:
+    if unsupported := body.unsupported():
+        raise EngineError(f"`{unsupported}` is not supported by this server.", param=unsupported)
 
 
 def _completion_prompts(engine: Engine, body: CompletionRequest) -> list[list[int]]:
