@@ -2,6 +2,8 @@
 Redis (a namespace of its own) and a real Postgres database, grading with real coqc."""
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 import pytest
@@ -15,7 +17,7 @@ from shared.clients import APIClient, grade_item
 from tests.api.conftest import TOKEN, Stack, count, fenced, rocq_task
 
 # Short limits so that a lost worker's job comes back within seconds (soft < hard < visibility).
-LIMITS = {"worker_soft_time_limit_s": "15", "worker_hard_time_limit_s": "18", "broker_visibility_timeout_s": "20"}
+LIMITS = {"worker_soft_time_limit_s": "10", "worker_hard_time_limit_s": "12", "broker_visibility_timeout_s": "15"}
 SLOW_PROOF = "do 15 (assert (Nat.mul 100 100 = 10000) by reflexivity; clear).\nreflexivity."
 
 
@@ -89,6 +91,24 @@ def test_a_job_whose_worker_is_killed_completes_on_the_other_worker(stack, api, 
         row = session.get(GradeJob, job.id)
         assert row.attempts == 2
         assert row.worker.split("@")[0] != victim.name
+
+
+@pytest.mark.slow
+def test_a_job_whose_grading_process_is_killed_is_requeued_at_once(api, engine):
+    job = api.grade(rocq_task("test/kill_child/0001"), fenced(SLOW_PROOF.replace("do 15", "do 14")), timeout_s=0)
+    deadline = time.monotonic() + 60
+    while (worker := _worker_of(engine, job.id)) is None:
+        assert time.monotonic() < deadline, "no worker picked the job up"
+        time.sleep(0.05)
+    child_pid = int(worker.rsplit(":", 1)[1])  # the prefork child running the task
+    os.kill(child_pid, signal.SIGKILL)
+
+    done = api.get_grade(job.id, wait_s=60)  # well before the visibility timeout
+    assert done.status == "done" and done.verdict.passed
+    with engine.connect() as connection:
+        attempts, last = connection.execute(text("SELECT attempts, worker FROM grade_jobs WHERE id = :id"),
+                                            {"id": job.id}).one()
+    assert attempts == 2 and int(last.rsplit(":", 1)[1]) != child_pid
 
 
 def test_a_job_redelivered_past_the_cap_is_answered_sandbox_error(api, engine, database_url):

@@ -11,7 +11,7 @@ from services.api.auth import Writer
 from services.api.db import insert_ignoring_conflicts, transaction
 from services.api.models import IterationMetric, Run, utcnow
 from services.api.routes.deps import bump_run, engine, get_run
-from services.api.schemas import IterationIn, IterationOut, RunCreate, RunList, RunOut, RunPatch, WriteResult
+from services.api.schemas import IterationIn, IterationOut, RunCreate, RunList, RunOut, RunPatch, RunStatus, WriteResult
 
 router = APIRouter(tags=["runs"])
 
@@ -36,7 +36,7 @@ def create_run(body: RunCreate, request: Request, response: Response) -> RunOut:
 @router.get("/runs", response_model=RunList)
 def list_runs(request: Request,
               updated_after: Annotated[datetime | None, Query(description="only runs changed after this")] = None,
-              status: str | None = None,
+              status: RunStatus | None = None,
               limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> RunList:
     """Runs in the order they last changed (oldest first), for polling with `updated_after`."""
     query = select(Run).order_by(Run.updated_at, Run.id).limit(limit)
