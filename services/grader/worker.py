@@ -1,5 +1,5 @@
-"""Grade jobs off a queue: the Celery app (one queue per grader backend) and `process_job`, which
-the Celery task and the API's local process pool both call.
+"""Grade jobs off a queue: the Celery app (one queue per grader backend), and `claim_job` /
+`finish_job`, which both the Celery task and the API's local pool (no broker) use around `grade()`.
 
 A job is a row of `grade_jobs` (see services/api/models.py); the message carries only its id.
 Delivery is at-least-once (late acks, requeue when a worker is lost), so processing is
