@@ -102,22 +102,28 @@ def start_api(database_url: str, workdir: Path) -> tuple[subprocess.Popen, str]:
     raise RuntimeError((workdir / "api.log").read_text()[-3000:])
 
 
-def fetch(client: httpx.Client, path: str, **params) -> tuple[int, float, httpx.Response]:
-    """Bytes on the wire (the body; 0 for a 304) and the seconds the request took."""
+def fetch(client: httpx.Client, path: str, repeat: int = 1, **params) -> tuple[int, float, httpx.Response]:
+    """Bytes on the wire (the body as sent, gzipped when large; 0 for a 304) and the median
+    seconds of `repeat` requests."""
     headers = params.pop("headers", None) or {}
-    start = time.perf_counter()
-    response = client.get(path, params=params, headers=headers)
-    return len(response.content), time.perf_counter() - start, response
+    seconds = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        response = client.get(path, params=params, headers=headers)
+        seconds.append(time.perf_counter() - start)
+    return response.num_bytes_downloaded, statistics.median(seconds), response
 
 
 # ---------------------------------------------------------------------------------------------
 # Measurements
 
 def payloads(client: httpx.Client, run_ids: list[int]) -> dict[str, tuple[int, float]]:
-    """Bytes and server time of each page's first load; the run page is the first run's."""
-    runs_list = fetch(client, "/api/dashboard/runs")
-    run_page = fetch(client, f"/api/dashboard/runs/{run_ids[0]}/summary")
-    compare = [fetch(client, f"/api/dashboard/runs/{i}/summary") for i in run_ids]
+    """Bytes and server time (median of 3) of each page's data; the run page is the first run's."""
+    runs_list = fetch(client, "/api/dashboard/runs", repeat=3)
+    run_page = fetch(client, f"/api/dashboard/runs/{run_ids[0]}/summary", repeat=3)
+    compare = [fetch(client, f"/api/dashboard/runs/{i}/summary", repeat=3, k=[1, 4], compact="true") for i in run_ids]
+    json_kb = len(run_page[2].content) / 1024
+    print(f"  run page JSON {json_kb:.1f} kB, {run_page[0] / 1024:.1f} kB on the wire (gzip)", flush=True)
     return {"runs list": runs_list[:2], "run page": run_page[:2],
             "compare (all runs)": (sum(c[0] for c in compare), sum(c[1] for c in compare))}
 
@@ -174,7 +180,7 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     workdir = Path(tempfile.mkdtemp(prefix="verirl-bench-dashboard-"))
-    name = f"verirl_bench_{secrets.token_hex(4)}"
+    name = f"verirl_bench_dash_{secrets.token_hex(4)}"
     admin = None
     if args.sqlite:
         url = f"sqlite:///{workdir}/verirl.db"
@@ -212,7 +218,8 @@ def main() -> int:
             admin.dispose()
 
     (small, small_render), (large, large_render) = results[1], results[args.runs]
-    print(f"\npage data and render time, 1 run -> {args.runs} runs ({args.evals} evals × {args.tasks} tasks each)")
+    print(f"\npage data (bytes on the wire) and render time, 1 run -> {args.runs} runs "
+          f"({args.evals} evals × {args.tasks} tasks each)")
     print(f"{'page':<20} {'payload 1':>11} {f'payload {args.runs}':>11} {'ratio':>7}   {'server 1':>9} {f'server {args.runs}':>9}"
           f"   {'render 1':>9} {f'render {args.runs}':>9} {'ratio':>7}")
     for page in small:

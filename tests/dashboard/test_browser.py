@@ -56,6 +56,12 @@ def test_runs_list_shows_iteration_and_latest_heldout_rate(page, api, runs):
     assert "finished" in page.locator(f'tr[data-run="{runs["warm"]}"]').inner_text()
     screenshot(page, "runs-list")
 
+    # A run created while the page is open shows up without a reload.
+    page.evaluate("window.stillTheSamePage = true")
+    api.post("/runs", {"name": "b16-m1-new", "config": {}, "status": "running", "tags": ["fresh"]})
+    page.wait_for_selector("tr:has-text('b16-m1-new')")
+    assert page.evaluate("window.stillTheSamePage") is True
+
     page.fill('input[type="search"]', "b13")
     assert page.locator("table.runs tbody tr").count() == 1
     assert "q=b13" in page.url
@@ -101,6 +107,12 @@ def test_run_page_chart_points_and_tables_equal_the_api(page, api, runs):
     page.click("#section-config summary")
     assert json.loads(page.inner_text("pre.config")) == api.get(f"/runs/{run_id}")["config"]
     screenshot(page, "run-page")
+
+    page.dispatch_event('#trajectory circle[data-series="pass_rate"][data-x="3"]', "click")
+    page.wait_for_selector("article.episode")
+    assert page.url.endswith(f"#/run/{run_id}/transcripts?split=heldout&iteration=3")
+    assert {e["iteration"] for e in api.get(f"/runs/{run_id}/episodes", split="heldout", iteration=3)["items"]} == {3}
+    assert page.locator("article.episode").count() == len(api.get(f"/runs/{run_id}/episodes", split="heldout", iteration=3)["items"])
 
 
 def test_new_eval_appears_without_reload_as_a_delta(page, api, runs):

@@ -196,3 +196,13 @@ def test_page_and_every_module_it_imports_are_served_locally(seeded):
                     parts.append(part)
             pending.append("/".join(parts))
     assert {"/dashboard/static/js/app.js", "/dashboard/static/js/views/run.js", "/dashboard/static/style.css"} <= seen
+
+
+def test_large_answers_are_gzipped_for_clients_that_accept_it(seeded):
+    api, runs = seeded
+    url = f"/api/dashboard/runs/{runs['scratch']}/summary"
+    zipped = api.client.get(url, headers={"Accept-Encoding": "gzip"})
+    plain = api.client.get(url, headers={"Accept-Encoding": "identity"})
+    assert zipped.headers["content-encoding"] == "gzip" and "content-encoding" not in plain.headers
+    assert zipped.num_bytes_downloaded < len(plain.content) / 3
+    assert {k: v for k, v in zipped.json().items() if k != "cursor"} == {k: v for k, v in plain.json().items() if k != "cursor"}

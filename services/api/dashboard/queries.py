@@ -148,10 +148,8 @@ def run_summary(session: Session, run: Run, ks: list[int], since_version: int | 
         .order_by(HeldoutEval.iteration)).all()
     evals = []
     for iteration, group in groupby(eval_rows, key=lambda row: row.iteration):
-        point = rollup([TaskEval(r.task_id, r.family, r.n, r.passed_by_turn) for r in group], ks)
-        if compact:
-            del point["families"]
-        evals.append({"iteration": iteration, **point})
+        task_evals = [TaskEval(r.task_id, r.family, r.n, r.passed_by_turn) for r in group]
+        evals.append({"iteration": iteration, **(summarize(task_evals, ks) if compact else rollup(task_evals, ks))})
 
     cursor = now if metric_rows or eval_rows or changed_after is None else changed_after
     return {**base, "unchanged": False, "complete": after is None, "cursor": stamp(cursor),

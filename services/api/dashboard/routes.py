@@ -2,16 +2,17 @@
 
 The page is one HTML file with hash routes (`/#/run/3?family=…`), so every view and filter is a
 link that can be shared. The JSON views live under /api/dashboard; the app's ETag middleware turns
-an unchanged poll into a bodiless 304. The views build plain JSON themselves and skip FastAPI's
-encoder pass, which costs more than the queries on a long run."""
+an unchanged poll into a bodiless 304."""
 from __future__ import annotations
 
+import gzip
+import json
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from services.api.dashboard import queries
@@ -20,6 +21,7 @@ from services.api.routes.deps import engine, get_run
 from services.api.schemas import Split
 
 STATIC = Path(__file__).parent / "static"
+GZIP_MIN_BYTES = 1024
 
 router = APIRouter(tags=["dashboard"])
 
@@ -37,6 +39,17 @@ class RevalidatedStaticFiles(StaticFiles):
 router.mount("/dashboard/static", RevalidatedStaticFiles(directory=STATIC), name="dashboard-static")
 
 
+def answer(request: Request, payload: dict) -> Response:
+    """Plain JSON (the views build JSON-native values, so FastAPI's encoder pass, which costs more
+    than the queries on a long run, is skipped), gzipped when large and the client accepts it: a
+    run's whole history is mostly repeated keys."""
+    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    if len(body) < GZIP_MIN_BYTES or "gzip" not in request.headers.get("accept-encoding", ""):
+        return Response(body, media_type="application/json")
+    return Response(gzip.compress(body, compresslevel=5, mtime=0), media_type="application/json",
+                    headers={"Content-Encoding": "gzip", "Vary": "Accept-Encoding"})
+
+
 @router.get("/", include_in_schema=False)
 def page() -> FileResponse:
     return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
@@ -48,7 +61,7 @@ def runs(request: Request,
     """Every run (or those changed since the cursor) with its latest iteration and held-out pass
     rate; `poll_s` says when to ask again."""
     with transaction(engine(request)) as session:
-        return JSONResponse(queries.runs_overview(session, changed_after))
+        return answer(request, queries.runs_overview(session, changed_after))
 
 
 @router.get("/api/dashboard/runs/{run_id}/summary")
@@ -64,7 +77,7 @@ def run_summary(run_id: int, request: Request,
         raise HTTPException(422, f"k must be at least 1, got {min(k)}")
     with transaction(engine(request)) as session:
         run = get_run(session, run_id)
-        return JSONResponse(queries.run_summary(session, run, sorted(set(k)), since_version, changed_after, compact))
+        return answer(request, queries.run_summary(session, run, sorted(set(k)), since_version, changed_after, compact))
 
 
 @router.get("/api/dashboard/runs/{run_id}/episodes")
@@ -77,6 +90,6 @@ def episodes(run_id: int, request: Request,
     """Episodes with each turn's verdict, for the transcripts list."""
     with transaction(engine(request)) as session:
         get_run(session, run_id)
-        return JSONResponse(queries.episode_page(session, run_id, split=split, iteration=iteration, family=family,
-                                    task_id=task_id, passed=passed, solved_turn=solved_turn, after=after,
-                                                 limit=limit))
+        return answer(request, queries.episode_page(session, run_id, split=split, iteration=iteration, family=family,
+                                                    task_id=task_id, passed=passed, solved_turn=solved_turn,
+                                                    after=after, limit=limit))
