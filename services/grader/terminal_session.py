@@ -71,6 +71,9 @@ turn)
         eval "$3"' verirl "$base/.session" "$base/work" "$1" "$base/.obs" \
         </dev/null >.obs/out 2>.obs/timeout 3>&-
     rc=$?
+    # Whatever the command left running goes now (`kill` is a builtin: it needs no free process
+    # slot, which a fork bomb may have taken), so packing the state below can fork.
+    kill -9 -1 2>/dev/null
     # Truncate before writing anything else: a flood of output may have filled /tmp.
     sizes=$(stat -c %s .obs/out .obs/err)
     truncate -s "<$3" .obs/out .obs/err
