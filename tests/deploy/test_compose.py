@@ -122,3 +122,25 @@ def test_only_loopback_is_published_by_default(gpu_stack):
     for name, service in gpu_stack["services"].items():
         for port in service.get("ports", []):
             assert port["host_ip"] == "127.0.0.1", name
+
+
+def test_docker_compose_config_through_the_docker_client(tmp_path):
+    # The same binary as a Docker CLI plugin: `docker compose config`, exactly as a user runs it.
+    import os
+    import shutil
+    import subprocess
+
+    from tests.deploy.tools import compose_binary
+
+    docker = shutil.which("docker")
+    if docker is None:
+        pytest.skip("no docker client here; the compose binary itself is checked by the tests above")
+    plugins = tmp_path / "cli-plugins"
+    plugins.mkdir()
+    (plugins / "docker-compose").symlink_to(compose_binary())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERIRL_", "POSTGRES_"))}
+    env.update(SECRETS, DOCKER_CONFIG=str(tmp_path))
+    out = subprocess.run([docker, "compose", "--env-file", os.devnull, "--profile", "gpu", "config", "--services"],
+                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert set(out.stdout.split()) == CORE | GPU
