@@ -13,8 +13,8 @@ from tests.deploy.tools import ROOT
 SCRIPT = ROOT / "docker" / "certify_golds.py"
 
 
-def write_rung(data_dir, lines: list[str]) -> None:
-    rung = data_dir / "m1" / "rocq"
+def write_rung(data_dir, lines: list[str], lang: str = "rocq") -> None:
+    rung = data_dir / "m1" / lang
     rung.mkdir(parents=True)
     (rung / "tasks.jsonl").write_text("".join(line + "\n" for line in lines))
 
@@ -32,9 +32,9 @@ def committed(count: int) -> list[str]:
     return out
 
 
-def certify(data_dir, *extra: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "VERIRL_VAR_DIR": str(data_dir / "var")}
-    return subprocess.run([sys.executable, str(SCRIPT), "--rung", "m1", "--lang", "rocq", "--data-dir", str(data_dir),
+def certify(data_dir, *extra: str, lang: str = "rocq", env: dict | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "VERIRL_VAR_DIR": str(data_dir / "var"), **(env or {})}
+    return subprocess.run([sys.executable, str(SCRIPT), "--rung", "m1", "--lang", lang, "--data-dir", str(data_dir),
                            "--jobs", "2", *extra], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
 
 
@@ -54,3 +54,14 @@ def test_a_broken_gold_fails_the_build_and_is_named(tmp_path):
     assert out.returncode == 1
     assert "1/2 golds of" in out.stdout
     assert f"FAILED {task['id']}" in out.stderr
+
+
+def test_a_missing_lean_toolchain_fails_the_build(tmp_path):
+    # The Lean image's failure mode when its toolchain is broken: every gold fails, exit 1.
+    lines = (ROOT / "data/m1/lean/tasks.jsonl").read_text().splitlines()[:2]
+    write_rung(tmp_path, lines, lang="lean")
+    out = certify(tmp_path, "--steps-per-family", "0", lang="lean",
+                  env={"VERIRL_LEAN": str(tmp_path / "no-such-toolchain" / "bin" / "lean")})
+    assert out.returncode == 1
+    assert "0/2 golds of" in out.stdout
+    assert out.stderr.count("FAILED m1/") == 2 and "not found" in out.stderr
