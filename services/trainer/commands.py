@@ -12,7 +12,7 @@ DEMO_SFT_STEPS = 60
 
 def register(sub) -> None:
     p = sub.add_parser("train", help="multi-turn GRPO with LoRA, as a TOML config describes")
-    p.add_argument("config", type=Path, help="TOML file with every knob (see configs/demo.toml)")
+    p.add_argument("config", type=Path, help="TOML file with every knob (see services/trainer/configs/demo.toml)")
     p.add_argument("--resume", type=Path, help="a run directory or checkpoint to continue from")
     p.add_argument("--name", help="override the run name")
     p.add_argument("--run-dir", type=Path, help="override the run directory")
@@ -34,7 +34,7 @@ def register(sub) -> None:
     p = sub.add_parser("demo", help="the whole stack on this machine: api, grader pool, sampler and trainer "
                                      "train a small model on Rocq proofs; prints the dashboard URL and the trajectory")
     p.add_argument("--workdir", type=Path, default=Path("var/demo"), help="where the demo writes (default var/demo)")
-    p.add_argument("--config", type=Path, help="training config (default: configs/demo.toml)")
+    p.add_argument("--config", type=Path, help="training config (default: services/trainer/configs/demo.toml)")
     p.add_argument("--corpus", type=Path, default=Path("data"), help="tokenizer training corpus (default data/)")
     p.add_argument("--sft-tasks", nargs="+", help="warm-start tasks files or rungs (default: the config's phases)")
     p.add_argument("--sft-families", nargs="+", help="warm-start families (default: all)")

@@ -5,7 +5,7 @@
    first answers are often wrong and reinforcement learning has something to improve;
 2. starts the API (SQLite under the work directory, grading in its local process pool of real
    `coqc`/`coqtop`) and the sampler (hf engine) as separate processes on free local ports;
-3. runs the trainer as a third process (`verirl train configs/demo.toml`): multi-turn GRPO with
+3. runs the trainer as a third process (`verirl train services/trainer/configs/demo.toml`): multi-turn GRPO with
    held-out evals, while the dashboard URL is on screen;
 4. prints the held-out trajectory from the API and stops every process it started — on
    completion, on an error and on Ctrl-C.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from services.cli import UsageError
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "demo.toml"
+DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "demo.toml"
 
 
 def run_demo(args) -> int:
@@ -58,7 +58,7 @@ def run_demo(args) -> int:
         sampler = stack.start_sampler(sft_dir, threads=cfg.torch_threads)
         say(f"dashboard: {api.url}/   (API {api.url}, sampler {sampler.url}; logs in {workdir / 'logs'})")
         env = {**os.environ, "VERIRL_API_URL": api.url, "VERIRL_API_TOKEN": stack.token,
-               "VERIRL_SAMPLER_URL": sampler.url}
+               "VERIRL_SAMPLER_URL": sampler.url, "PYTHONUNBUFFERED": "1"}
         command = [sys.executable, "-m", "services.cli", "train", str(config_path), "--name", run_name,
                    "--run-dir", str(run_dir), "--model", str(sft_dir)]
         say(f"training: {cfg.total_iterations} iterations of {cfg.problems_per_iter} problems x "

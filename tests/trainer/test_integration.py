@@ -9,7 +9,8 @@ import pytest
 from shared.clients import APIClient
 from tests.trainer.conftest import M0, small_config
 
-pytestmark = pytest.mark.slow
+# Generous: these train for real on a shared 2-core machine (the setup builds and warms a model).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 
 def run(cfg, **kwargs):
