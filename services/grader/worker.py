@@ -15,11 +15,11 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from celery import Celery
 from celery import Task as CeleryTask
-from celery.exceptions import SoftTimeLimitExceeded
+from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 from sqlalchemy import select, update
 from sqlalchemy.exc import OperationalError
 
@@ -80,17 +80,21 @@ def _as_utc(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def finish_job(database_url: str, job_id: str, verdict: Verdict) -> bool:
-    """Store `verdict` unless the job already has one. True if this call stored it."""
+def finish_job(database_url: str, job_id: str, verdict: Verdict, *, started_before: datetime | None = None) -> bool:
+    """Store `verdict` unless the job already has one (or, with `started_before`, unless its
+    latest attempt started after that moment). True if this call stored it."""
     engine = get_engine(database_url)
     now = utcnow()
     with transaction(engine) as session:
         created_at = session.scalar(select(GradeJob.created_at).where(GradeJob.id == job_id))
         if created_at is None:
             return False
+        unfinished = (GradeJob.id == job_id) & (GradeJob.status != "done")
+        if started_before is not None:
+            unfinished &= GradeJob.started_at <= started_before
         stored = session.execute(
             update(GradeJob)
-            .where(GradeJob.id == job_id, GradeJob.status != "done")
+            .where(unfinished)
             .values(status="done", verdict=verdict.model_dump(mode="json"), passed=verdict.passed,
                     reason=verdict.reason.value, grade_s=verdict.elapsed_s,
                     latency_s=(now - _as_utc(created_at)).total_seconds(), finished_at=now)
@@ -150,9 +154,16 @@ class GradeJobTask(CeleryTask):
 
     def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
         log.error("grade job %s failed: %r", args[0] if args else "?", exc)
-        if args:
-            finish_job(self.settings.database_url, args[0], Verdict(
-                passed=False, reason=Reason.sandbox_error, feedback=f"grading failed: {type(exc).__name__}: {exc}"))
+        if not args:
+            return
+        started_before = None
+        if isinstance(exc, TimeLimitExceeded):
+            # Celery's timer also fires for a run whose process was already lost and whose job was
+            # redelivered: answer only if the run cut short is the job's latest attempt.
+            started_before = utcnow() - timedelta(seconds=self.settings.worker_hard_time_limit_s - 1)
+        finish_job(self.settings.database_url, args[0], Verdict(
+            passed=False, reason=Reason.sandbox_error, feedback=f"grading failed: {type(exc).__name__}: {exc}"),
+            started_before=started_before)
 
 
 app = make_celery(get_settings())

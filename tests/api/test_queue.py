@@ -18,7 +18,8 @@ from tests.api.conftest import TOKEN, Stack, count, fenced, rocq_task
 
 # Short limits so that a lost worker's job comes back within seconds (soft < hard < visibility).
 LIMITS = {"worker_soft_time_limit_s": "10", "worker_hard_time_limit_s": "12", "broker_visibility_timeout_s": "15"}
-SLOW_PROOF = "do 15 (assert (Nat.mul 100 100 = 10000) by reflexivity; clear).\nreflexivity."
+# Slow enough (a second or more) to be killed mid-check, well inside the soft time limit.
+SLOW_PROOF = "do 8 (assert (Nat.mul 100 100 = 10000) by reflexivity; clear).\nreflexivity."
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +96,7 @@ def test_a_job_whose_worker_is_killed_completes_on_the_other_worker(stack, api, 
 
 @pytest.mark.slow
 def test_a_job_whose_grading_process_is_killed_is_requeued_at_once(api, engine):
-    job = api.grade(rocq_task("test/kill_child/0001"), fenced(SLOW_PROOF.replace("do 15", "do 14")), timeout_s=0)
+    job = api.grade(rocq_task("test/kill_child/0001"), fenced(SLOW_PROOF.replace("do 8", "do 7")), timeout_s=0)
     deadline = time.monotonic() + 60
     while (worker := _worker_of(engine, job.id)) is None:
         assert time.monotonic() < deadline, "no worker picked the job up"
@@ -121,6 +122,31 @@ def test_a_job_redelivered_past_the_cap_is_answered_sandbox_error(api, engine, d
     assert final.status == "done" and final.verdict.reason == "sandbox_error"
     assert "interrupted 3 times" in final.verdict.feedback
     assert count(engine, "grade_jobs", f"id = '{job.id}' AND attempts = 4") == 1
+
+
+def test_a_hard_time_limit_answers_only_the_attempt_it_cut_short(api, engine, database_url):
+    from celery.exceptions import TimeLimitExceeded
+
+    from services.grader.worker import TASK_NAME, make_celery
+    from shared.settings import Settings
+
+    job = api.grade(rocq_task("test/hard_limit/0001"), "prose", timeout_s=60)
+    grade_task = make_celery(Settings(database_url=database_url)).tasks[TASK_NAME]
+
+    def rerun_started(seconds_ago: int) -> None:
+        with transaction(engine) as session:
+            session.execute(text("UPDATE grade_jobs SET status = 'running', verdict = NULL, "
+                                 "started_at = now() - make_interval(secs => :ago) WHERE id = :id"),
+                            {"id": job.id, "ago": seconds_ago})
+
+    rerun_started(1)  # a redelivery started a moment ago: the timer was for an earlier, lost run
+    grade_task.on_failure(TimeLimitExceeded(150), "celery-id", [job.id], {}, None)
+    assert _status(engine, job.id) == "running"
+    rerun_started(3600)  # the run that hit the limit is the latest attempt
+    grade_task.on_failure(TimeLimitExceeded(150), "celery-id", [job.id], {}, None)
+    final = api.get_grade(job.id)
+    assert final.status == "done" and final.verdict.reason == "sandbox_error"
+    assert "TimeLimitExceeded" in final.verdict.feedback
 
 
 def test_a_redelivered_job_that_is_already_graded_is_skipped(api, engine, database_url):
