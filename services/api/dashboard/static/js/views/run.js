@@ -113,9 +113,9 @@ export function mount(container, route, ui) {
 
   function renderTimings(iterations) {
     const present = TIMINGS.filter(([key]) => iterations.some(r => r[key] !== undefined));
-    const recent = iterations.slice(-10);
-    const mean = key => recent.reduce((sum, r) => sum + (r[key] ?? 0), 0) / (recent.length || 1);
-    const total = key => iterations.reduce((sum, r) => sum + (r[key] ?? 0), 0);
+    const timed = key => iterations.filter(r => typeof r[key] === "number");
+    const mean = key => timed(key).slice(-10).reduce((sum, r) => sum + r[key], 0) / (timed(key).slice(-10).length || 1);
+    const total = key => timed(key).reduce((sum, r) => sum + r[key], 0);
     fill(sections.timings, h("h2", {}, "Timings per iteration"),
       lineChart({id: "timings", bands: feed.phases, yFormat: v => `${+v.toFixed(1)} s`,
                  emptyText: "No timings recorded yet.",
@@ -124,7 +124,7 @@ export function mount(container, route, ui) {
       present.length ? h("table", {class: "compact"},
         h("thead", {}, h("tr", {}, h("th", {}, ""), present.map(([, label]) => h("th", {class: "num"}, label)))),
         h("tbody", {},
-          h("tr", {}, h("th", {}, `mean, last ${recent.length}`), present.map(([key]) => h("td", {class: "num"}, seconds(mean(key))))),
+          h("tr", {}, h("th", {}, "mean, last 10"), present.map(([key]) => h("td", {class: "num"}, seconds(mean(key))))),
           h("tr", {}, h("th", {}, "total"), present.map(([key]) => h("td", {class: "num"}, seconds(total(key))))))) : null);
   }
 
