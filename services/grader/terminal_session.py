@@ -72,8 +72,9 @@ turn)
         </dev/null >.obs/out 2>.obs/timeout 3>&-
     rc=$?
     # Whatever the command left running goes now (`kill` is a builtin: it needs no free process
-    # slot, which a fork bomb may have taken), so packing the state below can fork.
-    kill -9 -1 2>/dev/null
+    # slot, which a fork bomb may have taken), so packing the state below can fork. Only inside a
+    # private pid namespace, where -1 means "this sandbox".
+    [ "${VERIRL_PIDNS:-}" = 1 ] && kill -9 -1 2>/dev/null
     # Truncate before writing anything else: a flood of output may have filled /tmp.
     sizes=$(stat -c %s .obs/out .obs/err)
     truncate -s "<$3" .obs/out .obs/err
@@ -179,7 +180,7 @@ def run_scratch(mode: str, args: list[str], state: bytes, limits: Limits, *, siz
     nonce = secrets.token_hex(16)
     with workdir("verirl-scratch-") as host_dir:
         base = str(host_dir) if isinstance(sandbox, UnconfinedSandbox) else "/tmp"
-        env = {"VERIRL_WORK": f"{base}/work"}
+        env = {"VERIRL_WORK": f"{base}/work", "VERIRL_PIDNS": "0" if isinstance(sandbox, UnconfinedSandbox) else "1"}
         if mode != "turn":
             args = [arg.replace("{work}", env["VERIRL_WORK"]) for arg in args]
         result = sandbox.run(["bash", "-c", WRAPPER, "verirl", base, mode, *args], host_dir, limits,
