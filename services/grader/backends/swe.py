@@ -21,9 +21,9 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from services.grader.backends.base import Backend, trim_feedback
+from services.grader.sandbox import Limits
 from services.grader.terminal_session import pack, run_scratch, tests_verdict
 from services.grader.venv_pool import HARNESS_DISTS, RESULTS_PLUGIN, PoolBusy, VenvPool, get_pool
-from services.grader.sandbox import Limits
 from shared.schemas import GradeMode, Reason, Task, Verdict
 from shared.settings import get_settings
 
