@@ -157,7 +157,7 @@ def test_episodes_page_with_the_cursor(seeded):
 
 
 @pytest.mark.parametrize("path, params, status, message", [
-    ("/api/dashboard/runs/{run}/summary", {"k": 0}, 422, "k must be at least 1"),
+    ("/api/dashboard/runs/{run}/summary", {"k": 0}, 422, "query.k.0: Input should be greater than 0"),
     ("/api/dashboard/runs/999999/summary", {}, 404, "no run with id 999999"),
     ("/api/dashboard/runs/{run}/summary", {"changed_after": "yesterday"}, 422, "changed_after"),
     ("/api/dashboard/runs/{run}/episodes", {"solved_turn": 0}, 422, "solved_turn"),

@@ -1,7 +1,7 @@
 // Talking to the API: conditional GETs, a poller paced by the server, and the run feed that
 // keeps one run's history in memory and asks only for what changed.
 
-export class ApiError extends Error {
+class ApiError extends Error {
   constructor(status, detail) {
     super(status ? `${status}: ${detail}` : detail);
     this.status = status;
