@@ -44,7 +44,7 @@ export function mount(container, route, ui) {
     }
     fill(body, h("div", {class: "scroll"}, h("table", {class: "runs"},
       h("thead", {}, h("tr", {}, ["", "run", "status", "rung / phase", "iteration", "latest held-out", "turn-1", "started", "tags"]
-        .map(title => h("th", {}, title)))),
+        .map(title => h("th", {class: ["iteration", "latest held-out", "turn-1"].includes(title) ? "num" : null}, title)))),
       h("tbody", {}, rows.map(run => {
         const box = h("input", {type: "checkbox", "aria-label": `select ${run.name}`, checked: selected.has(run.id)});
         box.addEventListener("change", () => {
