@@ -6,6 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
 from pathlib import Path
 
+import pytest
+
 from services.grader.backends.swe import load_task
 from services.grader.pipeline import grade
 
@@ -21,6 +23,7 @@ def run(episode):
     return verdict.passed, verdict.reason, verdict.feedback.splitlines()[0]
 
 
+@pytest.mark.slow
 def test_eight_episodes_on_two_slots(pool):
     assert pool.size == 2
     one_at_a_time = [run(e) for e in EPISODES]

@@ -47,6 +47,7 @@ def test_slots_are_read_only_inside_the_sandbox(pool):
     assert res.returncode != 0 and "Read-only file system" in res.stderr
 
 
+@pytest.mark.slow
 def test_leases_are_exclusive_across_processes(pool, searchable_dir):
     """Two processes share one pool directory with a single slot: their leases never overlap."""
     script = textwrap.dedent(f"""
