@@ -57,11 +57,11 @@ def test_build_certifies_through_the_grader_and_drops_a_false_gold(tmp_path, mon
         proof = dataclasses.replace(d.proofs["rocq"], gold="intros n. induction n; simpl; auto.")
         return dataclasses.replace(d, proofs={"rocq": proof})
 
-    monkeypatch.setitem(RUNGS, "m0", [dataclasses.replace(sabotaged, gen=wrong_gold), *fams[1:]])
-    with pytest.raises(ValueError, match="need more than"):
-        build("m0", "rocq", n=12, heldout_per_family=1, out_root=tmp_path)
-    monkeypatch.setitem(RUNGS, "m0", fams[1:])
-    result = build("m0", "rocq", n=10, heldout_per_family=1, out_root=tmp_path)
+    monkeypatch.setitem(RUNGS, "m0", [dataclasses.replace(sabotaged, gen=wrong_gold), fams[-1]])
+    with pytest.raises(ValueError, match="affine: 0 certified tasks, need more than"):
+        build("m0", "rocq", n=4, heldout_per_family=1, out_root=tmp_path)
+    monkeypatch.setitem(RUNGS, "m0", [fams[1], fams[-1]])
+    result = build("m0", "rocq", n=4, heldout_per_family=1, out_root=tmp_path)
     assert result.rejected == []
     assert all(t.certified == "coqc 8.16.1" for t in result.tasks)
     assert result.manifest["checker_version"] == "coqc 8.16.1" and result.manifest["certified"]
