@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import shutil
 import signal
 import socket
 import statistics
@@ -216,6 +217,7 @@ def main() -> int:
             with admin.connect() as connection:
                 connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
             admin.dispose()
+        shutil.rmtree(workdir, ignore_errors=True)
 
     (small, small_render), (large, large_render) = results[1], results[args.runs]
     print(f"\npage data (bytes on the wire) and render time, 1 run -> {args.runs} runs "
