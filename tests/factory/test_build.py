@@ -3,12 +3,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 
 import pytest
 
 from services.cli import main as cli
-from shared.factory import build as build_mod
 from shared.factory import families
 from shared.factory.build import build, freeze_split
 from shared.factory.core import RUNGS
