@@ -66,7 +66,7 @@ def make_celery(settings: Settings) -> Celery:
         accept_content=["json"],
     )
 
-    @app.task(name=TASK_NAME, bind=True, base=GradeJobTask, settings=settings,
+    @app.task(name=TASK_NAME, bind=True, base=GradeJobTask, settings=settings, shared=False,
               autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
     def grade_job(task: GradeJobTask, job_id: str) -> bool:
         return process_job(settings.database_url, job_id, settings.grade_max_attempts,
