@@ -52,6 +52,10 @@ def run_worker(args) -> int:
     if args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
     name = args.name or f"verirl-{'-'.join(queues)}@{socket.gethostname()}-{os.getpid()}"
+    if {"swe", "terminal"} & set(queues):
+        from services.grader.venv_pool import warm_up
+
+        warm_up()  # every venv slot is built and verified before the first job is taken
     app.worker_main(["worker", "--queues", ",".join(queues), "--concurrency", str(args.concurrency),
                      "--hostname", name, "--loglevel", "INFO", "--without-gossip", "--without-mingle"])
     return 0
