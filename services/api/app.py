@@ -38,8 +38,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.engine = engine
         app.state.dispatcher = make_dispatcher(settings)
         app.state.metrics_registry = health.make_registry(engine)
-        if resent := jobs.resend_unfinished(engine, app.state.dispatcher):
-            log.info("sent %d unfinished grade jobs again", resent)
+        try:
+            if resent := jobs.resend_unfinished(engine, app.state.dispatcher):
+                log.info("sent %d unfinished grade jobs again", resent)
+        except Exception as exc:  # broker down: serve anyway; /health says so, a repeated request resends
+            log.warning("could not resend unfinished grade jobs: %r", exc)
         yield
         app.state.dispatcher.close()
 
