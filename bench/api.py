@@ -224,39 +224,45 @@ ANALYZE;
 """
 
 
-def bench_trajectory(postgres: str, sizes: list[int], budget_s: float) -> None:
+def bench_trajectory(postgres: str, sizes: list[int], budget_s: float, rounds: int = 30) -> None:
+    from contextlib import ExitStack
+
     from fastapi.testclient import TestClient
 
     from services.api.app import create_app
     from shared.settings import Settings
 
-    print("[trajectory] GET /runs/1/trajectory (50 iterations x 30 held-out tasks), median of 30")
-    results = {}
-    for turns in sizes:
-        with throwaway_database(postgres) as url:
+    print(f"[trajectory] GET /runs/1/trajectory (50 iterations x 30 held-out tasks), median of {rounds}, "
+          "databases queried in turn so that load drift hits all sizes alike")
+    with ExitStack() as stack:
+        clients, fills = {}, {}
+        for turns in sizes:
+            url = stack.enter_context(throwaway_database(postgres))
             runs = max(2, turns // 10_000)
             start = time.perf_counter()
             with db.get_engine(url).begin() as connection:
                 for statement in FILL.strip().split(";\n"):
                     connection.execute(text(statement), {"runs": runs, "iterations": 50, "tasks": 30,
                                                          "episodes": turns // 2})
-            fill = time.perf_counter() - start
+            fills[turns] = time.perf_counter() - start
             settings = Settings(database_url=url, db_upgrade_on_start=False, data_dir=Path("/nonexistent"))
-            with TestClient(create_app(settings)) as client:
-                client.get("/runs/1/trajectory").raise_for_status()
-                times = []
-                for _ in range(30):
-                    start = time.perf_counter()
-                    response = client.get("/runs/1/trajectory")
-                    times.append(time.perf_counter() - start)
+            clients[turns] = stack.enter_context(TestClient(create_app(settings)))
+            following = [size for size in sizes if size > turns]
+            if following and fills[turns] * following[0] / turns > budget_s:
+                print(f"  filling {following[0]:,} turns would take about {fills[turns] * following[0] / turns:.0f} s "
+                      f"(over {budget_s:.0f} s) on this machine; stopping at {turns:,}")
+                break
+        times: dict[int, list[float]] = {turns: [] for turns in clients}
+        for _ in range(rounds + 1):
+            for turns, client in clients.items():
+                start = time.perf_counter()
+                response = client.get("/runs/1/trajectory")
+                times[turns].append(time.perf_counter() - start)
                 assert len(response.json()["iterations"]) == 50
-            results[turns] = statistics.median(times)
-            print(f"  {turns:>9,} turns, {runs:>4} runs (filled in {fill:5.1f} s): {results[turns] * 1000:7.2f} ms")
-        following = [size for size in sizes if size > turns]
-        if following and fill * following[0] / turns > budget_s:
-            print(f"  filling {following[0]:,} turns would take about {fill * following[0] / turns:.0f} s "
-                  f"(over {budget_s:.0f} s) on this machine; stopping at {turns:,}")
-            break
+        results = {turns: statistics.median(t[1:]) for turns, t in times.items()}  # the first is a warm-up
+    for turns, median in results.items():
+        print(f"  {turns:>9,} turns, {max(2, turns // 10_000):>4} runs (filled in {fills[turns]:5.1f} s): "
+              f"{median * 1000:7.2f} ms")
     smallest, largest = min(results), max(results)
     if largest != smallest:
         print(f"  growth from {smallest:,} to {largest:,} turns: {results[largest] / results[smallest]:.2f}x "

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
+from datetime import datetime
 
 import httpx
 import pytest
@@ -66,8 +68,6 @@ def test_patch_bumps_the_version_and_updated_after_returns_only_changed_runs(api
     cursor = api.list_runs(updated_after=None, limit=1000)["cursor"]
     patched = api.update_run(a["id"], status="running", phase="warmup")
     assert (patched["status"], patched["phase"], patched["version"]) == ("running", "warmup", a["version"] + 1)
-    from datetime import datetime
-
     changed = api.list_runs(updated_after=datetime.fromisoformat(cursor))["items"]
     assert [run["id"] for run in changed] == [a["id"]]
     assert b["id"] not in [run["id"] for run in changed]
@@ -246,8 +246,6 @@ def test_grading_by_stored_task_id_after_import(stack, api, tmp_path, engine):
     task = rocq_task("m9/imported/0001", family="imported")
     (tmp_path / "m9" / "rocq").mkdir(parents=True)
     (tmp_path / "m9" / "rocq" / "tasks.jsonl").write_text(task.model_dump_json() + "\n")
-    import subprocess
-
     result = subprocess.run([sys.executable, "-m", "services.cli", "db", "import-tasks", "--data-dir", str(tmp_path)],
                             env=stack.env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
