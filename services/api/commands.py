@@ -73,7 +73,7 @@ def db_import_tasks(args) -> int:
     from pathlib import Path
 
     from services.api.db import get_engine, upgrade
-    from services.api.tasks_import import DatasetError, import_tasks
+    from services.api.tasks_import import import_tasks
     from shared.settings import get_settings
 
     settings = get_settings()
@@ -84,7 +84,7 @@ def db_import_tasks(args) -> int:
     upgrade(engine)
     try:
         counts = import_tasks(engine, data_dir)
-    except DatasetError as exc:
+    except ValueError as exc:  # a line that is not a task
         raise UsageError(str(exc)) from None
     for name, count in counts.items():
         print(f"{name}: {count} tasks")

@@ -5,29 +5,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from pydantic import ValidationError
 from sqlalchemy import Engine, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from services.api.db import transaction
 from services.api.models import Dataset, TaskRow, utcnow
 from shared.schemas import Task
-
-
-class DatasetError(ValueError):
-    """A dataset file that does not parse; the message names the file and line."""
-
-
-def read_tasks(path: Path) -> list[Task]:
-    tasks = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            tasks.append(Task.model_validate_json(line))
-        except ValidationError as exc:
-            raise DatasetError(f"{path}:{number}: not a valid task: {str(exc).splitlines()[0]}") from None
-    return tasks
+from shared.tasks import read_tasks
 
 
 def task_row(task: Task, dataset_id: int | None) -> dict:
@@ -38,7 +22,8 @@ def task_row(task: Task, dataset_id: int | None) -> dict:
 
 
 def import_tasks(engine: Engine, data_dir: Path) -> dict[str, int]:
-    """Upsert every dataset under `data_dir`; returns {dataset name: task count}."""
+    """Upsert every dataset under `data_dir`; returns {dataset name: task count}. A line that is
+    not a task raises ValueError naming the file and line."""
     counts = {}
     for path in sorted(data_dir.glob("*/*/tasks.jsonl")):
         name = f"{path.parent.parent.name}/{path.parent.name}"

@@ -37,7 +37,7 @@ def test_import_of_a_broken_dataset_names_the_file_and_line(tmp_path, env, capsy
     env(DATABASE_URL=f"sqlite:///{tmp_path}/t.db")
     assert main(["db", "import-tasks", "--data-dir", str(tmp_path / "data")]) == 2
     err = capsys.readouterr().err
-    assert "tasks.jsonl:2: not a valid task" in err and len(err.strip().splitlines()) == 1
+    assert "tasks.jsonl:2: not a task" in err and len(err.strip().splitlines()) == 1
 
 
 def test_worker_without_a_broker_says_so(env, capsys):
