@@ -28,7 +28,7 @@ def run_demo(args) -> int:
     import shutil
 
     from services.trainer.config import load_config
-    from services.trainer.stack import Stack
+    from services.trainer.stack import Stack, die_with_parent
 
     config_path = args.config or DEFAULT_CONFIG
     try:
@@ -64,7 +64,7 @@ def run_demo(args) -> int:
         say(f"training: {cfg.total_iterations} iterations of {cfg.problems_per_iter} problems x "
             f"{cfg.group_size} episodes, up to {cfg.max_turns} turns; held-out evals every {cfg.eval_every}")
         trainer = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   start_new_session=True)
+                                   start_new_session=True, preexec_fn=die_with_parent)
         try:
             for line in trainer.stdout:
                 say("trainer | " + line.rstrip())

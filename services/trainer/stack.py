@@ -2,7 +2,8 @@
 processes on free 127.0.0.1 ports — what the demo runs and the integration tests train against.
 
 Each service runs in its own session (process group), so stopping it stops everything it started
-(the API's grading processes, coqc); nothing outlives the `Stack`. Logs go to `<workdir>/logs/`.
+(the API's grading processes, coqc); nothing outlives the `Stack`, and a service whose parent is
+killed outright gets SIGTERM from the kernel. Logs go to `<workdir>/logs/`.
 """
 from __future__ import annotations
 
@@ -16,6 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+
+def die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the parent dies, so that a service started by a
+    process that is killed outright (no chance to clean up) does not live on."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def free_port() -> int:
@@ -85,7 +95,7 @@ class Stack:
         with log.open("ab") as out:
             process = subprocess.Popen([sys.executable, "-m", "services.cli", *args], stdout=out,
                                        stderr=subprocess.STDOUT, env={**os.environ, **env},
-                                       start_new_session=True)
+                                       start_new_session=True, preexec_fn=die_with_parent)
         service = Service(name, process, f"http://127.0.0.1:{port}", log)
         self.services.append(service)
         deadline = time.monotonic() + timeout_s

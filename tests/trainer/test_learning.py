@@ -8,7 +8,7 @@ from tests.trainer.conftest import FAMILIES, M0, small_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
-ITERATIONS = 8
+ITERATIONS = 12
 
 
 def test_heldout_pass_rate_rises_with_training(stack, warm_model_dir, tmp_path):
@@ -16,7 +16,7 @@ def test_heldout_pass_rate_rises_with_training(stack, warm_model_dir, tmp_path):
 
     cfg = small_config(
         stack, warm_model_dir, tmp_path / "run", "learning",
-        group_size=8, problems_per_iter=4, lr=3e-3,
+        group_size=8, problems_per_iter=8, lr=4e-3,
         phases=[{"tasks": str(M0), "iterations": ITERATIONS, "families": FAMILIES}],
         eval_every=ITERATIONS, eval_limit=None, eval_k=4, eval_max_turns=2,
     )
