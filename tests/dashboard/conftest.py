@@ -18,8 +18,10 @@ def api(tmp_path_factory):
     drop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """Module-scoped: Playwright's sync API keeps an event loop running in this thread until it
+    stops, which would break later tests that call asyncio.run()."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

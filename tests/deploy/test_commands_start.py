@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import secrets
 import shlex
+import shutil
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -30,10 +33,16 @@ def services() -> dict:
 
 
 @pytest.fixture(scope="module")
-def places(tmp_path_factory):
-    with postgres_database() as url:
-        yield Places(database_url=url, broker_namespace=f"deploy-{secrets.token_hex(4)}.",
-                     var_dir=tmp_path_factory.mktemp("var"))
+def places():
+    # The var dir must be searchable by other users, as in the images: the SWE worker's venv
+    # slots in it are used by sandboxed processes under a throw-away uid.
+    var_dir = Path(tempfile.mkdtemp(prefix="verirl-deploy-var-"))
+    var_dir.chmod(0o755)
+    try:
+        with postgres_database() as url:
+            yield Places(database_url=url, broker_namespace=f"deploy-{secrets.token_hex(4)}.", var_dir=var_dir)
+    finally:
+        shutil.rmtree(var_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
