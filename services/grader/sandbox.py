@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 INSIDE_WORKDIR = "/tmp/work"
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
 SANDBOX_UIDS = (200_000, 260_000)
+TMPFS_BYTES = 256 * 1024 * 1024  # the private /tmp lives in memory: cap it
 _BASE_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "HOME": "/tmp",
@@ -246,7 +247,7 @@ class BwrapSandbox(Sandbox):
 
     def wrap(self, argv, workdir, network, ro_binds):
         cmd = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session",
-               "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+               "--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]
         if network:
             cmd.append("--share-net")
         for path in (*SYSTEM_DIRS, *self.extra_ro, *ro_binds):

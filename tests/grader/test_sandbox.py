@@ -66,6 +66,12 @@ def test_sandbox_file_size_limit_stops_disk_filling():
     assert "rc=0" not in result.stdout
 
 
+def test_sandbox_private_tmp_is_capped():
+    script = "for i in $(seq 80); do head -c 4000000 /dev/zero > /tmp/f$i || exit 7; done; echo filled"
+    result = sh(script, LIMITS.scaled(wall_s=60))
+    assert "filled" not in result.stdout and "No space left on device" in result.stderr
+
+
 def test_sandbox_memory_limit_stops_allocation():
     result = sh("perl -e '$x = \"a\" x (2 * 1024**3); print \"allocated\"'")
     assert result.returncode != 0 and "allocated" not in result.stdout
