@@ -70,9 +70,19 @@ def run_training(cfg, *, resume=None, should_stop=lambda: False, stop_after=None
 
 
 def train_command(args) -> int:
+    from services.trainer import checkpoints
+
     cfg = _config(args.config, name=args.name, run_dir=args.run_dir, model=args.model)
-    if args.resume is not None and not args.resume.exists():
-        raise UsageError(f"--resume: no such directory: {args.resume}")
+    if not (cfg.model / "config.json").is_file():
+        raise UsageError(f"model: no model at {cfg.model} (expected config.json; see `verirl model init`)")
+    try:
+        for phase in cfg.phases:
+            if not phase.load():
+                raise UsageError(f"phase {phase.tasks}: no train tasks (families {phase.families})")
+        if args.resume is not None:
+            checkpoints.latest(args.resume)
+    except (FileNotFoundError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
     # The first Ctrl-C finishes the iteration and writes a checkpoint; the second one aborts.
     stop = []
 
