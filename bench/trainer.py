@@ -17,6 +17,9 @@ sys.path.insert(0, str(ROOT))
 
 M0 = ROOT / "data" / "m0" / "rocq" / "tasks.jsonl"
 FAMILIES = ["concrete", "affine"]
+# With the output layer adapted too, the small model's token choices move ~3x faster per step at the
+# same rate (measured on gold answers: -1.08 -> -0.41 nats in 10 steps, vs -0.88 without).
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"]
 
 
 def main() -> int:
@@ -43,6 +46,7 @@ def main() -> int:
         cfg = TrainConfig(
             name="bench-learning", run_dir=root / "run", model=root / "sft", api_url=api.url, api_token=stack.token,
             sampler_url=sampler.url, seed=0, torch_threads=1, lora_rank=8, lora_alpha=16.0, lr=args.lr,
+            lora_targets=LORA_TARGETS,
             micro_batch=16, group_size=8, problems_per_iter=8, max_turns=2, max_tokens=32,
             phases=[{"tasks": str(M0), "iterations": args.iterations, "families": FAMILIES}],
             eval_families=FAMILIES, eval_every=args.iterations, eval_k=4, eval_max_turns=2,

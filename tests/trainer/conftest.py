@@ -17,6 +17,8 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 # Two M0 families: the `concrete` bridge (`reflexivity.`) and `affine` (induction and lia).
 M0 = Path(__file__).resolve().parents[2] / "data" / "m0" / "rocq" / "tasks.jsonl"
 FAMILIES = ["concrete", "affine"]
+# The output layer too: a small model's token choices then move ~3x faster per step (docs/trainer.md).
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"]
 
 
 @pytest.fixture(scope="session")
@@ -52,7 +54,7 @@ def small_config(stack, model: Path, run_dir: Path, name: str, **overrides):
     api, sampler = stack.services[0], stack.services[1]
     fields = dict(
         name=name, run_dir=run_dir, model=model, api_url=api.url, api_token=stack.token, sampler_url=sampler.url,
-        seed=0, torch_threads=1, lora_rank=8, lora_alpha=16.0, lr=3e-3, micro_batch=16,
+        seed=0, torch_threads=1, lora_rank=8, lora_alpha=16.0, lr=4e-3, micro_batch=16, lora_targets=LORA_TARGETS,
         group_size=4, problems_per_iter=2, max_turns=2, temperature=1.0, max_tokens=32,
         phases=[{"tasks": str(M0), "iterations": 2, "families": FAMILIES}],
         eval_families=FAMILIES, eval_limit=4, eval_every=100, eval_k=2, eval_max_turns=2,
