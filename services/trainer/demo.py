@@ -58,7 +58,8 @@ def run_demo(args) -> int:
         sampler = stack.start_sampler(sft_dir, threads=cfg.torch_threads)
         say(f"dashboard: {api.url}/   (API {api.url}, sampler {sampler.url}; logs in {workdir / 'logs'})")
         env = {**os.environ, "VERIRL_API_URL": api.url, "VERIRL_API_TOKEN": stack.token,
-               "VERIRL_SAMPLER_URL": sampler.url, "PYTHONUNBUFFERED": "1"}
+               "VERIRL_SAMPLER_URL": sampler.url, "PYTHONUNBUFFERED": "1",
+               "PYTHONWARNINGS": "ignore"}  # library deprecation notices would drown the progress lines
         command = [sys.executable, "-m", "services.cli", "train", str(config_path), "--name", run_name,
                    "--run-dir", str(run_dir), "--model", str(sft_dir)]
         say(f"training: {cfg.total_iterations} iterations of {cfg.problems_per_iter} problems x "
