@@ -6,8 +6,10 @@ from pathlib import Path
 
 from services.cli import UsageError, command_group
 
-# Short on purpose: enough for the answer format and some templates, not all (docs/trainer.md).
-DEMO_SFT_STEPS = 60
+# Short on purpose: the answer format and templates half learnt, about 1 in 3 first answers right,
+# so that reinforcement learning has room to show (docs/trainer.md).
+DEMO_SFT_STEPS = 45
+DEMO_SFT_FAMILIES = ["concrete", "affine"]
 
 
 def register(sub) -> None:
@@ -35,11 +37,17 @@ def register(sub) -> None:
                                      "train a small model on Rocq proofs; prints the dashboard URL and the trajectory")
     p.add_argument("--workdir", type=Path, default=Path("var/demo"), help="where the demo writes (default var/demo)")
     p.add_argument("--config", type=Path, help="training config (default: services/trainer/configs/demo.toml)")
-    p.add_argument("--corpus", type=Path, default=Path("data"), help="tokenizer training corpus (default data/)")
+    p.add_argument("--corpus", type=Path, default=Path("data/m0/rocq/tasks.jsonl"),
+                   help="tokenizer training corpus (default data/m0/rocq/tasks.jsonl)")
+    p.add_argument("--hidden", type=int, default=64, help="model hidden size (default 64)")
+    p.add_argument("--layers", type=int, default=2, help="model layers (default 2)")
+    p.add_argument("--heads", type=int, default=2, help="attention heads (default 2)")
     p.add_argument("--sft-tasks", nargs="+", help="warm-start tasks files or rungs (default: the config's phases)")
-    p.add_argument("--sft-families", nargs="+", help="warm-start families (default: all)")
+    p.add_argument("--sft-families", nargs="+", default=DEMO_SFT_FAMILIES,
+                   help=f"warm-start families (default: {' '.join(DEMO_SFT_FAMILIES)})")
     p.add_argument("--sft-steps", type=int, default=DEMO_SFT_STEPS, help=f"warm-start optimiser steps (default {DEMO_SFT_STEPS})")
-    p.add_argument("--sft-lr", type=float, default=2e-3, help="warm-start learning rate (default 2e-3)")
+    p.add_argument("--sft-batch", type=int, default=16, help="warm-start examples per step (default 16)")
+    p.add_argument("--sft-lr", type=float, default=5e-3, help="warm-start learning rate (default 5e-3)")
     p.set_defaults(handler=demo_command)
 
     p = command_group(sub, "serve", "run a service").add_parser("trainer", help="the trainer service: POST /jobs, GET /jobs/{id}, POST /jobs/{id}/stop")

@@ -1,8 +1,9 @@
 """`verirl demo`: the whole platform on this machine, end to end.
 
-1. builds the small model (a tokenizer trained on data/ and a ~1M-parameter Llama) and warms it
-   up with a short supervised fine-tune on gold proofs (`sft.py`) — short on purpose, so that
-   first answers are often wrong and reinforcement learning has something to improve;
+1. builds the small model (a tokenizer trained on the M0 tasks and a small Llama) and warms it
+   up with a short supervised fine-tune on gold proofs of two M0 families (`sft.py`) — short on
+   purpose, so that first answers are often wrong and reinforcement learning has something to
+   improve;
 2. starts the API (SQLite under the work directory, grading in its local process pool of real
    `coqc`/`coqtop`) and the sampler (hf engine) as separate processes on free local ports;
 3. runs the trainer as a third process (`verirl train services/trainer/configs/demo.toml`): multi-turn GRPO with
@@ -90,11 +91,12 @@ def _build_model(cfg, base_dir: Path, sft_dir: Path, args, say) -> None:
     from shared.tasks import load_tasks
 
     say(f"building the small model in {base_dir} (tokenizer trained on {args.corpus})…")
-    init_model(base_dir, [args.corpus], seed=cfg.seed)
+    init_model(base_dir, [args.corpus], hidden=args.hidden, layers=args.layers, heads=args.heads, context=512,
+               seed=cfg.seed)
     sources = args.sft_tasks or [p.tasks for p in cfg.phases]
     tasks = load_tasks(sources, split="train", family=args.sft_families)
     say(f"warm start: {args.sft_steps} supervised steps on {len(tasks)} gold proofs…")
-    losses = supervised_finetune(base_dir, tasks, sft_dir, steps=args.sft_steps, batch=32, lr=args.sft_lr,
+    losses = supervised_finetune(base_dir, tasks, sft_dir, steps=args.sft_steps, batch=args.sft_batch, lr=args.sft_lr,
                                  seed=cfg.seed, threads=cfg.torch_threads)
     say(f"warm start done: loss {losses[0]:.3f} -> {losses[-1]:.3f}")
 
