@@ -60,7 +60,8 @@ def compose_affine(rng: random.Random) -> Draft:
             f"(n : Nat) : {claim}",
             nm.fmt("have h : ∀ m, {g} m = {c} * m + {a} := by intro m; induction m with"
                    " | zero => simp [{g}] | succ k ih => simp only [{g}, ih]; omega\n"
-                   "rw [h, h]; omega", **consts)),
+                   "rw [h, h]; omega", **consts),
+            nm.fmt("induction n with\n| zero => simp [{g}]\n| succ k ih => simp only [{g}] <;> omega")),
     })
 
 
@@ -78,7 +79,8 @@ def map_rev(rng: random.Random) -> Draft:
         "lean": Proof("", nm.fmt("(f : Nat → Nat) (l : {L}) : ") + claim, nm.fmt(
             "have h : ∀ a b, {map} f ({app} a b) = {app} ({map} f a) ({map} f b) := by intro a b;"
             " induction a with | {nil} => rfl | {cons} x t ih => simp [{app}, {map}, ih]\n"
-            "induction l with\n| {nil} => rfl\n| {cons} x t ih => simp [{rev}, {map}, h, ih]")),
+            "induction l with\n| {nil} => rfl\n| {cons} x t ih => simp [{rev}, {map}, h, ih]"),
+            nm.fmt("induction l with\n| {nil} => rfl\n| {cons} x t ih => simp [{rev}, {map}, ih]")),
     })
 
 
@@ -104,7 +106,9 @@ def fold_rev(rng: random.Random) -> Draft:
             " induction a with | {nil} => simp [{app}, {fold}] | {cons} x t ih =>"
             " simp only [{app}, {fold}, ih]; {close}\n"
             "induction l with\n| {nil} => rfl\n| {cons} x t ih => simp only [{rev}, {fold}, h, ih]; {close}",
-            fold=nm.names[fold], k=k, close=lean_close)),
+            fold=nm.names[fold], k=k, close=lean_close), nm.fmt(
+            "induction l with\n| {nil} => rfl\n| {cons} x t ih => simp only [{rev}, {fold}, ih]; {close}",
+            fold=nm.names[fold], close=lean_close)),
     })
 
 
@@ -123,7 +127,9 @@ def revacc(rng: random.Random) -> Draft:
             f"{LEAN_APP_NIL}\n{LEAN_APP_ASSOC}\n"
             "have h : ∀ l acc, {revacc} l acc = {app} ({rev} l) acc := by intro l; induction l with"
             " | {nil} => intro acc; rfl | {cons} x t ih => intro acc; simp [{revacc}, {rev}, ih, ha, {app}]\n"
-            "rw [h, hn]")),
+            "rw [h, hn]"), nm.fmt(
+            f"{LEAN_APP_NIL}\n{LEAN_APP_ASSOC}\n"
+            "induction l with\n| {nil} => rfl\n| {cons} x t ih => simp [{revacc}, {rev}, ha, {app}]")),
     })
 
 

@@ -86,20 +86,11 @@ def test_rejected_golds_are_reported_not_shipped(tmp_path, monkeypatch):
     assert result.manifest["rejected"] == ["m0/repeat_sum/0000"]
 
 
-def test_lean_build_without_a_toolchain_writes_uncertified_tasks(tmp_path, capsys):
-    assert cli(["dataset", "build", "--rung", "m1", "--lang", "lean", "--n", "12", "--heldout", "1",
-                "--out", str(tmp_path)]) == 0
-    tasks = read_tasks(tmp_path / "m1" / "lean" / "tasks.jsonl")
-    assert len(tasks) == 12 and all(t.certified is None and t.lang == "lean" for t in tasks)
-    assert "NOT certified" in capsys.readouterr().out
-
-
 @pytest.mark.parametrize("argv, message", [
     (["--rung", "m9"], "unknown rung"),
     (["--rung", "m1", "--lang", "agda"], "unknown language"),
     (["--rung", "m1", "--n", "25"], "multiple of 6"),
     (["--rung", "m1", "--n", "12", "--heldout", "2"], "need more than"),
-    (["--rung", "m4", "--lang", "lean", "--n", "12"], "no lean rendering"),
 ])
 def test_bad_build_arguments_exit_2_with_one_line(tmp_path, capsys, argv, message):
     assert cli(["dataset", "build", "--no-certify", "--out", str(tmp_path), *argv]) == 2
@@ -114,7 +105,6 @@ def test_calibrate_on_a_missing_dataset_says_how_to_build_it(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--rung", "m1", "--per-family", "0"], "at least 1"),
-    (["--rung", "m1", "--lang", "lean"], "no lean checker"),
     (["--rung", "m7"], "unknown rung"),
 ])
 def test_bad_calibrate_arguments_exit_2_with_one_line(capsys, argv, message):

@@ -8,7 +8,7 @@ import pytest
 
 from shared.factory import RUNG_NAMES, families
 from shared.factory.build import build, tasks_jsonl
-from shared.tasks import UncertifiedTasks, check_manifest, load_tasks
+from shared.tasks import check_manifest, load_tasks
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -42,15 +42,3 @@ def test_ids_and_statements_are_disjoint_across_rungs():
         ids |= {t.id for t in tasks}
         statements |= {t.statement for t in tasks}
     assert len(ids) == len(statements) == 240 * len(RUNG_NAMES)
-
-
-def test_committed_lean_m1_is_marked_uncertified_and_refused_by_default():
-    path = DATA / "m1" / "lean" / "tasks.jsonl"
-    check_manifest(path.parent)
-    with pytest.raises(UncertifiedTasks):
-        load_tasks(path)
-    tasks = load_tasks(path, allow_uncertified=True)
-    assert len(tasks) == 240 and all(t.lang == "lean" and t.certified is None for t in tasks)
-    rocq = load_tasks(DATA / "m1" / "rocq" / "tasks.jsonl")
-    # Same tasks in both languages: same ids, theorem names and frozen split.
-    assert [(t.id, t.theorem, t.split) for t in tasks] == [(t.id, t.theorem, t.split) for t in rocq]

@@ -93,29 +93,3 @@ def test_rocq_golds_are_bare_tactic_blocks_the_grader_accepts(rung):
         assert task.statement.count("{{PROOF}}") == 1
         assert f"Theorem {task.theorem} :" in task.statement
         assert "{{PROOF}}" not in task.prompt and "```coq" in task.prompt
-
-
-def test_lean_and_rocq_renderings_of_a_task_share_names_and_shape():
-    rocq = candidates("m1", "rocq", 3, 2)
-    lean = candidates("m1", "lean", 3, 2)
-    for r, ln in zip(rocq, lean):
-        assert (r.id, r.theorem, r.family) == (ln.id, ln.theorem, ln.family)
-        rocq_defs = set(DEFINED.findall(r.statement)) - {r.theorem}
-        lean_defs = set(re.findall(r"^(?:inductive|def)\s+(\w+)", ln.statement, re.MULTILINE))
-        assert rocq_defs == lean_defs, r.id
-        assert f"theorem {ln.theorem} " in ln.statement and ln.statement.rstrip().endswith("{{PROOF}}")
-        assert "sorry" not in ln.gold and "```lean" in ln.prompt
-
-
-def test_a_rung_without_lean_rendering_says_so():
-    with pytest.raises(KeyError, match="no lean rendering"):
-        candidates("m3", "lean", 0, 1)
-
-
-def test_lean_golds_pass_the_lean_graders_screen_and_splice():
-    from services.grader.backends.lean import screen, splice
-
-    for task in candidates("m1", "lean", 0, 2):
-        assert screen(task.gold) is None, task.id
-        spliced = splice(task.statement, task.theorem, task.gold)
-        assert task.gold.splitlines()[-1] in spliced.source
