@@ -36,7 +36,9 @@ class TrainConfig(BaseModel):
     run_dir: Path = Field(Path("var/runs/run"), description="adapters, checkpoints, rollouts.jsonl")
     model: Path = Field(description="base model directory (Hugging Face format), also served by the sampler")
     api_url: str = Field(default_factory=lambda: get_settings().api_url, description="the API (grading, run records); default VERIRL_API_URL")
-    api_token: str = Field(default_factory=lambda: get_settings().api_token, description="bearer token for API writes; default VERIRL_API_TOKEN")
+    # A secret: never written into the logged config, the run's config.json or a repr.
+    api_token: str = Field(default_factory=lambda: get_settings().api_token, exclude=True, repr=False,
+                           description="bearer token for API writes; default VERIRL_API_TOKEN")
     sampler_url: str = Field(default_factory=lambda: get_settings().sampler_url, description="an OpenAI-compatible sampler with LoRA loading; default VERIRL_SAMPLER_URL")
     seed: int = Field(0, description="seeds task order, sampling and initialisation")
     torch_threads: int | None = Field(None, description="torch CPU threads (None: torch's default)")

@@ -92,3 +92,11 @@ def test_resume_from_a_directory_without_checkpoints_is_refused(tmp_path, tiny_m
     config.write_text(f'model = "{tiny_model_dir}"\n[[phases]]\ntasks = "m0"\niterations = 1\n')
     assert main(["train", str(config), "--resume", str(tmp_path)]) == 2
     assert "no checkpoint in" in capsys.readouterr().err
+
+
+def test_the_api_token_is_never_logged_with_the_config(tmp_path):
+    from services.trainer.config import TrainConfig
+
+    cfg = TrainConfig(model=tmp_path, api_token="s3cret-token-value", phases=[{"tasks": "m0", "iterations": 1}])
+    assert cfg.api_token == "s3cret-token-value"
+    assert "s3cret" not in cfg.model_dump_json() and "s3cret" not in repr(cfg)
