@@ -31,9 +31,11 @@ def test_unknown_job_is_404(client):
 @pytest.mark.timeout(1200)
 def test_job_runs_and_stops_after_the_current_iteration_with_a_checkpoint(client, stack, warm_model_dir, tmp_path):
     cfg = small_config(stack, warm_model_dir, tmp_path / "run", "service-job")
-    job = client.post("/jobs", json={"config": cfg.model_dump(mode="json")}).json()
+    # The token is a secret that a config never dumps, so a job names it explicitly.
+    body = {"config": {**cfg.model_dump(mode="json"), "api_token": stack.token}}
+    job = client.post("/jobs", json=body).json()
     assert job["status"] == "running" and job["total_iterations"] == 2
-    assert client.post("/jobs", json={"config": cfg.model_dump(mode="json")}).status_code == 409
+    assert client.post("/jobs", json=body).status_code == 409
     assert client.post(f"/jobs/{job['id']}/stop").json()["status"] == "stopping"
     for _ in range(1200):
         state = client.get(f"/jobs/{job['id']}").json()
