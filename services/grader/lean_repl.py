@@ -110,7 +110,10 @@ class LeanRepl:
         self._uses += 1
         try:
             self._write((json.dumps(payload, ensure_ascii=False) + "\n\n").encode(), deadline)
-            return self._read_reply(deadline)
+            reply = self._read_reply(deadline)
+            if not _answers(payload, reply):
+                raise ReplError("garbled", "the reply does not answer the request (process out of step)")
+            return reply
         except ReplError as exc:
             self.close()
             tail = self.stderr_tail().strip()[-500:]
@@ -226,3 +229,12 @@ class LeanRepl:
                 code = self._proc.poll()
                 raise ReplError("crash", f"the REPL exited (exit {code}) before replying")
             buf += chunk
+
+
+def _answers(payload: dict, reply: dict) -> bool:
+    """Whether `reply` has the shape of an answer to `payload`: a command yields an environment,
+    a tactic a proof state, and either may fail with a message. A reply of the other kind is a
+    late copy of an earlier answer, and the process is out of step."""
+    if "message" in reply and "env" not in reply and "proofState" not in reply:
+        return True
+    return ("proofState" in reply) if "tactic" in payload else ("env" in reply)

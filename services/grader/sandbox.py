@@ -37,6 +37,8 @@ INSIDE_WORKDIR = "/tmp/work"
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
 SANDBOX_UIDS = (200_000, 260_000)
 TMPFS_BYTES = 256 * 1024 * 1024  # the private /tmp lives in memory: cap it
+# What checkers print when a memory or stack limit stopped them (compared in lower case).
+RESOURCE_MARKERS = ("out of memory", "stack overflow")
 _BASE_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "HOME": "/tmp",
@@ -96,9 +98,14 @@ class RunResult:
             return "resource"
         if self.signal in (signal.SIGKILL, signal.SIGSEGV, signal.SIGXFSZ, signal.SIGABRT):
             return "resource"
-        if "Out of memory" in self.stderr or "Stack overflow" in self.stderr:
+        if is_resource_message(self.stderr):
             return "resource"
         return None
+
+
+def is_resource_message(text: str, markers: tuple[str, ...] = RESOURCE_MARKERS) -> bool:
+    lowered = text.lower()
+    return any(marker in lowered for marker in markers)
 
 
 class BoundedReader(threading.Thread):

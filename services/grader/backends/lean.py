@@ -40,7 +40,7 @@ from services.grader.backends.lean_syntax import (
     splice, split_steps,
 )
 from services.grader.lean_repl import LeanRepl, ReplError
-from services.grader.sandbox import Limits, RunResult, get_sandbox, workdir
+from services.grader.sandbox import RESOURCE_MARKERS, Limits, RunResult, get_sandbox, is_resource_message, workdir
 from shared.schemas import PROOF_HOLE, GradeMode, Reason, StepVerdict, Task, Verdict
 from shared.settings import Settings, get_settings
 
@@ -154,7 +154,7 @@ def toolchain_version(settings: Settings) -> str:
 # The backend.
 
 _TIMEOUT_MARKERS = ("maximum number of heartbeats", "(deterministic) timeout")
-_RESOURCE_MARKERS = ("maximum recursion depth", "out of memory", "stack overflow", "std::bad_alloc")
+_RESOURCE_MARKERS = RESOURCE_MARKERS + ("maximum recursion depth", "std::bad_alloc")
 
 
 class LeanBackend(Backend):
@@ -219,7 +219,7 @@ class LeanBackend(Backend):
         messages = parse_messages(result.stdout)
         errors = [m for m in messages if m.severity == "error"]
         stderr = result.stderr.lower()
-        if result.limit_hit == "resource" or any(marker in stderr for marker in _RESOURCE_MARKERS):
+        if result.limit_hit == "resource" or is_resource_message(stderr, _RESOURCE_MARKERS):
             return _failed(Reason.resource, "Lean ran out of resources (memory, stack or file size): "
                                             + result.stderr.strip()[-300:])
         fixed = [m for m in errors if m.line < spliced.theorem_line]
@@ -231,7 +231,7 @@ class LeanBackend(Backend):
             text = "\n".join(f"{spliced.locate(m.line, m.column)}: error: {m.text.strip()}" for m in errors)
             lowered = text.lower()
             reason = (Reason.timeout if any(k in lowered for k in _TIMEOUT_MARKERS)
-                      else Reason.resource if any(k in lowered for k in _RESOURCE_MARKERS)
+                      else Reason.resource if is_resource_message(lowered, _RESOURCE_MARKERS)
                       else Reason.compile_error)
             return _failed(reason, trim_feedback("Lean reported errors (block:L:C is line L, column C of "
                                                  "your block):\n" + text, self.settings.feedback_chars))

@@ -20,10 +20,10 @@ from functools import cached_property
 from services.grader.backends.base import Backend, trim_feedback
 from services.grader.backends.rocq_syntax import (
     RocqSyntaxError, SplicedFile, coqc_error_line, error_message,
-    feedback_for_error, forbidden_reason, is_resource_message, parse_assumptions, scan, split_statement,
+    feedback_for_error, forbidden_reason, parse_assumptions, scan, split_statement,
 )
 from services.grader.coqtop import CoqtopSession, SessionBroken, SessionPool, error_offset
-from services.grader.sandbox import Limits, get_sandbox, workdir
+from services.grader.sandbox import Limits, get_sandbox, is_resource_message, workdir
 from shared.schemas import GradeMode, Reason, StepVerdict, Task, Verdict
 from shared.settings import get_settings
 

@@ -151,12 +151,6 @@ def split_statement(statement: str) -> SplicedFile:
 
 _COQC_LOCATION = re.compile(r'^File "[^"]*", line (\d+), characters \d+-\d+:\s*$', re.MULTILINE)
 _ERROR = re.compile(r"^Error:", re.MULTILINE)
-RESOURCE_MARKERS = ("out of memory", "stack overflow")
-
-
-def is_resource_message(text: str) -> bool:
-    lowered = text.lower()
-    return any(marker in lowered for marker in RESOURCE_MARKERS)
 
 
 def error_message(stream: str) -> str | None:
