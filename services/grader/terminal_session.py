@@ -526,6 +526,9 @@ def _step_summary(steps: list[StepVerdict], notes: list[str]) -> str:
 def _failure_excerpt(stdout: str, nonce: str) -> str:
     """pytest's short failure report, without the plugin's framed line."""
     text = re.sub(re.escape(nonce) + ".*?" + re.escape(nonce), "", stdout, flags=re.DOTALL)
+    # pytest's closing line says how long the run took; dropping it keeps verdicts a pure function
+    # of (task, answer), as the verdict cache assumes.
+    text = re.sub(r" in \d+(?:\.\d+)?s(?: \([0-9:]+\))?(?=(?: =+)?$)", "", text, flags=re.MULTILINE)
     start = text.find("= FAILURES =")
     start = text.rfind("\n", 0, start) + 1 if start >= 0 else max(0, len(text) - 1200)
     return text[start:].strip()
