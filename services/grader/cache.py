@@ -6,7 +6,6 @@ shared by the processes of a pool."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import threading
 from collections import OrderedDict
